@@ -1,0 +1,128 @@
+"""Reading the files judgekit takes: JSON Lines streams and YAML/JSON documents.
+
+Every failure becomes an ``InputError`` naming the file and the 1-based line, never a
+traceback. JSON Lines files are read one line at a time, never whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from judgekit.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def describe_validation_error(err: ValidationError) -> str:
+    """One readable sentence for the first problem pydantic found (plus a count of others)."""
+    errors = err.errors()
+    first = errors[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{loc}: {message}{more}"
+
+
+def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
+    path = Path(path)
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from None
+    with handle:
+        line_no = 0
+        while True:
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text", path, line_no + 1) from None
+            if not line:
+                return
+            line_no += 1
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
+            try:
+                yield line_no, model.model_validate(data)
+            except ValidationError as exc:
+                raise InputError(describe_validation_error(exc), path, line_no) from None
+
+
+def read_text(path: str | Path) -> str:
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", path) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from None
+
+
+def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Follow a pydantic error location through the YAML node tree; return the deepest line."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    child = value_node
+                    line = key_node.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def load_document(path: str | Path, model: type[M]) -> M:
+    """Load a YAML (or JSON, which is YAML) document into ``model``; errors carry file:line."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise InputError(f"YAML syntax error: {exc.problem or exc.context}", path, line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"YAML error: {exc}", path) from None
+    if data is None:
+        raise InputError("empty document", path, 1)
+    if not isinstance(data, dict):
+        raise InputError(f"expected a mapping at the top level, got {type(data).__name__}", path, 1)
+    data.pop("$schema", None)  # editors use it for completion; it carries no meaning here
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        raise InputError(describe_validation_error(exc), path, _node_line(node, loc)) from None
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical JSON form used for hashes and byte-identical output."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
