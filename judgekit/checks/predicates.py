@@ -1,0 +1,64 @@
+"""Declarative predicates over a world snapshot: exists, absent, equals, matches, count."""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from typing import Any
+
+from judgekit.rubric import (
+    AbsentPredicate,
+    CountPredicate,
+    EqualsPredicate,
+    ExistsPredicate,
+    MatchesPredicate,
+    Predicate,
+)
+from judgekit.world import Snapshot
+
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON equality: 1 == 1.0, but True is not 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def _describe(predicate: Predicate) -> str:
+    where = json.dumps(predicate.where, sort_keys=True) if predicate.where else "any record"
+    return f"{predicate.collection} where {where}"
+
+
+def evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
+    """Return (passed, reason)."""
+    records = [
+        record
+        for record in snapshot.records(predicate.collection)
+        if all(field in record and _same(record[field], value) for field, value in predicate.where.items())
+    ]
+    target = _describe(predicate)
+    if isinstance(predicate, ExistsPredicate):
+        return bool(records), f"{len(records)} record(s) in {target}"
+    if isinstance(predicate, AbsentPredicate):
+        return not records, f"{len(records)} record(s) in {target}"
+    if isinstance(predicate, CountPredicate):
+        ok = _OPS[predicate.op](len(records), predicate.value)
+        return ok, f"{len(records)} record(s) in {target}; expected {predicate.op} {predicate.value}"
+    if not records:
+        return False, f"no record in {target}"
+    field = predicate.field
+    for record in records:
+        actual = record.get(field)
+        if field not in record:
+            return False, f"{target} has no field {field!r}"
+        if isinstance(predicate, EqualsPredicate) and not _same(actual, predicate.value):
+            return False, f"{field} is {json.dumps(actual)}, expected {json.dumps(predicate.value)} in {target}"
+        if isinstance(predicate, MatchesPredicate) and not (
+            isinstance(actual, str) and re.fullmatch(predicate.pattern, actual)
+        ):
+            return False, f"{field} is {json.dumps(actual)}, which does not match /{predicate.pattern}/ in {target}"
+    how = "equals " + json.dumps(predicate.value) if isinstance(predicate, EqualsPredicate) else f"matches /{predicate.pattern}/"
+    return True, f"{field} {how} in {len(records)} record(s) of {target}"

@@ -1,0 +1,166 @@
+"""Deterministic tool correctness, scored exactly as pre-registered.
+
+Points: 1 per expected call matched by a successful call to the right tool; 1 per expected
+argument whose value satisfies its JSON Schema; 1 if the number of successful in-scope calls
+equals the number expected; 1 if no forbidden tool was called and no forbidden effect shows in
+the end-state diff. Score = points / maximum. A failed call changed nothing, so it earns
+nothing and is not counted.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+import numpy as np
+from jsonschema import Draft202012Validator
+from scipy.optimize import linear_sum_assignment
+
+from judgekit._io import canonical_json
+from judgekit.checks._paths import path_matches, render_path
+from judgekit.checks.world_state import WorldState
+from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolPoint
+from judgekit.rubric import ExpectedCall, ToolCorrectnessCriteria
+from judgekit.trajectory import Call, Trajectory
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Draft202012Validator:
+    import json
+
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, str]]:
+    """(argument, valid, reason) for each expected argument of one call."""
+    verdicts = []
+    for name, schema in expected.args.items():
+        if name not in call.args:
+            verdicts.append((name, False, "argument missing"))
+            continue
+        error = next(iter(_validator(canonical_json(schema)).iter_errors(call.args[name])), None)
+        if error is None:
+            verdicts.append((name, True, "valid against its schema"))
+        else:
+            verdicts.append((name, False, f"off-schema: {error.message}"))
+    return verdicts
+
+
+def _pair_score(expected: ExpectedCall, call: Call) -> int:
+    if expected.tool != call.tool:
+        return 0
+    return 1 + sum(ok for _, ok, _ in _arg_verdicts(expected, call))
+
+
+def _match_unordered(scores: np.ndarray) -> dict[int, int]:
+    rows, cols = linear_sum_assignment(scores, maximize=True)
+    return {int(r): int(c) for r, c in zip(rows, cols) if scores[r, c] > 0}
+
+
+def _match_ordered(scores: np.ndarray) -> dict[int, int]:
+    """Best monotone alignment of expected calls to actual calls (an LCS with weights)."""
+    n, m = scores.shape
+    best = np.zeros((n + 1, m + 1), dtype=np.int64)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            take = best[i - 1, j - 1] + scores[i - 1, j - 1] if scores[i - 1, j - 1] > 0 else -1
+            best[i, j] = max(best[i - 1, j], best[i, j - 1], take)
+    pairs: dict[int, int] = {}
+    i, j = n, m
+    while i > 0 and j > 0:
+        if scores[i - 1, j - 1] > 0 and best[i, j] == best[i - 1, j - 1] + scores[i - 1, j - 1]:
+            pairs[i - 1] = j - 1
+            i, j = i - 1, j - 1
+        elif best[i, j] == best[i - 1, j]:
+            i -= 1
+        else:
+            j -= 1
+    return pairs
+
+
+def score_tool_correctness(
+    criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: WorldState
+) -> ToolCorrectnessResult:
+    succeeded = [(index, call) for index, call in enumerate(trajectory.calls) if call.succeeded]
+    in_scope = [
+        (index, call) for index, call in succeeded if criteria.in_scope is None or call.tool in criteria.in_scope
+    ]
+    expected = criteria.expected_calls
+    scores = np.array(
+        [[_pair_score(e, call) for _, call in in_scope] for e in expected], dtype=np.int64
+    ).reshape(len(expected), len(in_scope))
+    pairs = _match_ordered(scores) if criteria.ordered else _match_unordered(scores)
+
+    items: list[ToolPoint] = []
+    args_valid = 0
+    for i, exp in enumerate(expected):
+        label = f"call[{i}] {exp.tool}"
+        if i in pairs:
+            index, call = in_scope[pairs[i]]
+            items.append(ToolPoint(point=f"{label}: tool", earned=True, reason=f"matched by call #{index}"))
+            for name, ok, reason in _arg_verdicts(exp, call):
+                args_valid += ok
+                items.append(ToolPoint(point=f"{label}: arg {name}", earned=ok, reason=f"call #{index}: {reason}"))
+        else:
+            why = _why_unmatched(exp, in_scope, criteria.ordered)
+            items.append(ToolPoint(point=f"{label}: tool", earned=False, reason=why))
+            items.extend(
+                ToolPoint(point=f"{label}: arg {name}", earned=False, reason="no matching call")
+                for name in exp.args
+            )
+
+    count_ok = len(in_scope) == len(expected)
+    items.append(
+        ToolPoint(
+            point="call count",
+            earned=count_ok,
+            reason=f"{len(in_scope)} successful in-scope call(s), {len(expected)} expected",
+        )
+    )
+    hits = _forbidden_hits(criteria, succeeded, world)
+    items.append(
+        ToolPoint(
+            point="no forbidden side effect",
+            earned=not hits,
+            reason="none" if not hits else "; ".join(hits[:5]) + (f"; and {len(hits) - 5} more" if len(hits) > 5 else ""),
+        )
+    )
+    points = sum(item.earned for item in items)
+    counts = ToolCounts(
+        calls_total=len(trajectory.calls),
+        calls_failed=len(trajectory.calls) - len(succeeded),
+        calls_in_scope=len(in_scope),
+        calls_expected=len(expected),
+        calls_matched=len(pairs),
+        args_expected=sum(len(e.args) for e in expected),
+        args_valid=args_valid,
+        forbidden_hits=len(hits),
+    )
+    return ToolCorrectnessResult(
+        score=points / len(items), points=points, max_points=len(items), counts=counts, items=items
+    )
+
+
+def _why_unmatched(exp: ExpectedCall, in_scope: list[tuple[int, Call]], ordered: bool) -> str:
+    same_tool = [index for index, call in in_scope if call.tool == exp.tool]
+    if not same_tool:
+        called = sorted({call.tool for _, call in in_scope})
+        return f"no successful call to {exp.tool}" + (f" (called: {', '.join(called)})" if called else "")
+    return f"call(s) #{', #'.join(map(str, same_tool))} to {exp.tool} were matched to other expected calls" + (
+        " or out of order" if ordered else ""
+    )
+
+
+def _forbidden_hits(
+    criteria: ToolCorrectnessCriteria, succeeded: list[tuple[int, Call]], world: WorldState
+) -> list[str]:
+    hits = [f"call #{index} to forbidden tool {call.tool}" for index, call in succeeded if call.tool in criteria.forbidden.tools]
+    if criteria.forbidden.effects:
+        for change in world.diff.changes:
+            for pattern in criteria.forbidden.effects:
+                if path_matches(pattern, change.path):
+                    hits.append(f"forbidden effect {change.op} {render_path(change.path)} (matches {pattern!r})")
+                    break
+    return hits
+
+

@@ -1,0 +1,89 @@
+"""Result records: one per trajectory and axis. Axes never share a record or a score."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_FORMAT_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckOutcome(_Strict):
+    """One task-success check and why it passed or failed."""
+
+    check: str = Field(description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")
+    passed: bool = Field(description="Whether the check passed.")
+    reason: str = Field(description="Why, in one sentence a person can verify.")
+
+
+class _AxisResultBase(_Strict):
+    status: Literal["scored", "error"] = Field(
+        "scored", description="'error': the axis could not be scored (bad input); never pass or fail."
+    )
+    source: Literal["deterministic", "judge"] = Field("deterministic", description="Who scored it.")
+    error: str | None = Field(None, description="Why the axis could not be scored.")
+
+
+class TaskSuccessResult(_AxisResultBase):
+    """Binary: did the world end up as asked?"""
+
+    axis: Literal["task_success"] = "task_success"
+    passed: bool | None = Field(None, description="Pass only if every check passed; None when not scored.")
+    score: float | None = Field(None, description="1.0 for pass, 0.0 for fail.")
+    checks: list[CheckOutcome] = Field(default_factory=list, description="Each check with its reason.")
+
+
+class ToolPoint(_Strict):
+    """One pre-registered point and whether it was earned."""
+
+    point: str = Field(description="Which point, e.g. 'call[0] update_user: tool' or 'call[0] update_user: arg email'.")
+    earned: bool = Field(description="Whether it was earned.")
+    reason: str = Field(description="Why, in one sentence.")
+
+
+class ToolCounts(_Strict):
+    """Raw counts behind the tool-correctness score."""
+
+    calls_total: int = Field(description="Every call in the trajectory.")
+    calls_failed: int = Field(description="Calls that returned an error (they changed nothing).")
+    calls_in_scope: int = Field(description="Successful calls to tools in scope.")
+    calls_expected: int = Field(description="Calls the rubric expects.")
+    calls_matched: int = Field(description="Expected calls matched by a successful call to the right tool.")
+    args_expected: int = Field(description="Argument points available.")
+    args_valid: int = Field(description="Argument points earned.")
+    forbidden_hits: int = Field(description="Forbidden tool calls plus forbidden effects in the diff.")
+
+
+class ToolCorrectnessResult(_AxisResultBase):
+    """Points earned over points available, exactly as pre-registered."""
+
+    axis: Literal["tool_correctness"] = "tool_correctness"
+    score: float | None = Field(None, description="points / max_points; None when not scored.")
+    points: int = Field(0, description="Points earned.")
+    max_points: int = Field(0, description="Points available.")
+    counts: ToolCounts | None = Field(None, description="Raw counts.")
+    items: list[ToolPoint] = Field(default_factory=list, description="Every point, earned or lost, with why.")
+
+    @property
+    def lost(self) -> list[ToolPoint]:
+        return [item for item in self.items if not item.earned]
+
+
+AxisResult = Annotated[TaskSuccessResult | ToolCorrectnessResult, Field(discriminator="axis")]
+
+
+class TrajectoryResult(_Strict):
+    """All axes of one trajectory under one rubric."""
+
+    format_version: Literal[1] = RESULT_FORMAT_VERSION
+    trajectory_id: str = Field(description="The trajectory's id.")
+    rubric: str = Field(description="id@version of the rubric applied.")
+    rubric_sha256: str = Field(description="Canonical hash of that rubric.")
+    source: str = Field(description="file:line the trajectory was read from.")
+    axes: dict[str, AxisResult] = Field(default_factory=dict, description="Axis name -> its result.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The trajectory's metadata, as given.")

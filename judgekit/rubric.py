@@ -1,0 +1,235 @@
+"""Rubric files: versioned, pre-registered criteria for each axis.
+
+A rubric is YAML (or JSON) with ``id``, ``version`` (semver), ``registered`` (date) and one
+section per axis it scores. Axes never mix: each section holds only its own criteria and its
+own scoring guide, and each produces its own result record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judgekit._io import canonical_json, load_document
+
+RUBRIC_FORMAT_VERSION = 1
+AXES = ("task_success", "tool_correctness", "faithfulness")
+Axis = Literal["task_success", "tool_correctness", "faithfulness"]
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+_RUBRIC_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --- task success -----------------------------------------------------------------------------
+
+
+class _PredicateBase(_Strict):
+    collection: str = Field(
+        description="SQLite: a table name. JSON: a JSON pointer to a list or object of records."
+    )
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="Field -> value every selected record must equal."
+    )
+
+
+class ExistsPredicate(_PredicateBase):
+    """At least one record matches ``where``."""
+
+    check: Literal["exists"]
+
+
+class AbsentPredicate(_PredicateBase):
+    """No record matches ``where``."""
+
+    check: Literal["absent"]
+
+
+class EqualsPredicate(_PredicateBase):
+    """At least one record matches ``where`` and every one has ``field == value``."""
+
+    check: Literal["equals"]
+    field: str = Field(description="The field compared.")
+    value: Any = Field(description="The value it must equal (JSON equality, 1 == 1.0).")
+
+
+class MatchesPredicate(_PredicateBase):
+    """At least one record matches ``where`` and every one's ``field`` matches ``pattern``."""
+
+    check: Literal["matches"]
+    field: str = Field(description="The field tested; it must be a string.")
+    pattern: str = Field(description="A Python regular expression, matched in full.")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
+        return pattern
+
+
+class CountPredicate(_PredicateBase):
+    """The number of records matching ``where`` compares to ``value`` with ``op``."""
+
+    check: Literal["count"]
+    op: Literal["==", "!=", "<", "<=", ">", ">="] = Field("==", description="Comparison.")
+    value: int = Field(ge=0, description="The count compared with.")
+
+
+Predicate = Annotated[
+    ExistsPredicate | AbsentPredicate | EqualsPredicate | MatchesPredicate | CountPredicate,
+    Field(discriminator="check"),
+]
+
+
+class SideEffects(_Strict):
+    allow: list[str] = Field(
+        default_factory=list,
+        description="Diff path patterns that may change ('users/*/email'; '*' is one segment, "
+        "'**' any rest). Any other change in the end-state diff is an extra side effect.",
+    )
+
+
+class TaskSuccessCriteria(_Strict):
+    """Did the world end up as asked? Pass only if every check passes."""
+
+    guide: str = Field(description="Scoring guide for people and judges; no version-bound language.")
+    preconditions: list[Predicate] = Field(
+        default_factory=list, description="Predicates on the world before the run."
+    )
+    postconditions: list[Predicate] = Field(
+        default_factory=list, description="Predicates on the world after the run."
+    )
+    side_effects: SideEffects | None = Field(
+        None, description="When set, any change in the diff not allowed here fails the task."
+    )
+    max_latency_s: float | None = Field(None, gt=0, description="Fail when the run took longer.")
+    required_outputs: list[str] = Field(
+        default_factory=list,
+        description="Values the answer must state (case-insensitive; thousands separators ignored).",
+    )
+
+
+# --- tool correctness -------------------------------------------------------------------------
+
+
+class ExpectedCall(_Strict):
+    tool: str = Field(description="The tool that must be called.")
+    args: dict[str, dict[str, Any] | bool] = Field(
+        default_factory=dict,
+        description="Argument name -> JSON Schema its value must satisfy; 1 point each.",
+    )
+
+    @field_validator("args")
+    @classmethod
+    def _schemas_valid(cls, args: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import Draft202012Validator, SchemaError
+
+        for name, schema in args.items():
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise ValueError(f"argument {name!r}: invalid JSON Schema: {exc.message}") from None
+        return args
+
+
+class Forbidden(_Strict):
+    tools: list[str] = Field(default_factory=list, description="Tools that must not be called successfully.")
+    effects: list[str] = Field(
+        default_factory=list, description="Diff path patterns that must not change."
+    )
+
+
+class ToolCorrectnessCriteria(_Strict):
+    """Right tools, valid arguments, the expected number of calls, no forbidden side effect."""
+
+    guide: str = Field(description="Scoring guide; no version-bound language.")
+    expected_calls: list[ExpectedCall] = Field(
+        default_factory=list, description="The calls the task needs (1 point each for the right tool)."
+    )
+    in_scope: list[str] | None = Field(
+        None,
+        description="Tools whose calls are counted; calls to other tools are ignored. "
+        "Default: every tool.",
+    )
+    ordered: bool = Field(False, description="Whether expected calls must happen in this order.")
+    forbidden: Forbidden = Field(default_factory=Forbidden, description="Forbidden tools and effects.")
+
+
+# --- faithfulness -----------------------------------------------------------------------------
+
+
+class FaithfulnessCriteria(_Strict):
+    """Every claim in the output must be traced to a tool result or the given context."""
+
+    guide: str = Field(description="Scoring guide for the judge; no version-bound language.")
+
+
+# --- the rubric -------------------------------------------------------------------------------
+
+
+class Rubric(_Strict):
+    """A versioned rubric. Its canonical hash is what `judgekit rubric lock` freezes."""
+
+    format_version: Literal[1] = Field(RUBRIC_FORMAT_VERSION, description="Rubric format version.")
+    id: str = Field(description="Stable id: lowercase letters, digits, '.', '_', '-'.")
+    version: str = Field(description="Semantic version; bump it whenever criteria change.")
+    registered: date = Field(description="The day the criteria were written and frozen.")
+    description: str = Field("", description="What the task is, for people.")
+    task_success: TaskSuccessCriteria | None = Field(None, description="Task-success axis.")
+    tool_correctness: ToolCorrectnessCriteria | None = Field(None, description="Tool-correctness axis.")
+    faithfulness: FaithfulnessCriteria | None = Field(None, description="Faithfulness axis.")
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not _RUBRIC_ID.match(value):
+            raise ValueError("must be lowercase letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not _SEMVER.match(value):
+            raise ValueError(f"{value!r} is not a semantic version (MAJOR.MINOR.PATCH)")
+        return value
+
+    @model_validator(mode="after")
+    def _some_axis(self) -> Rubric:
+        if not any(getattr(self, axis) is not None for axis in AXES):
+            raise ValueError("a rubric needs at least one axis section: " + ", ".join(AXES))
+        return self
+
+    @property
+    def ref(self) -> str:
+        """``id@version``."""
+        return f"{self.id}@{self.version}"
+
+    def axes(self) -> list[str]:
+        return [axis for axis in AXES if getattr(self, axis) is not None]
+
+    def canonical(self) -> dict[str, Any]:
+        """The canonical content: defaults left out, so adding an optional field to the format
+        later does not change the hash of rubrics that do not use it."""
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+    def sha256(self) -> str:
+        return hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Load one rubric file; errors name the file and line."""
+    return load_document(path, Rubric)

@@ -1,0 +1,109 @@
+"""Suites: which rubrics apply to which trajectory files, and run settings.
+
+A suite file is YAML; paths in it are relative to the suite file's folder. ``judgekit run``
+takes the suite file or a folder holding ``suite.yaml``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgekit._io import load_document
+from judgekit.errors import InputError
+from judgekit.rubric import Rubric, load_rubric
+
+SUITE_FORMAT_VERSION = 1
+RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class TrajectorySet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="A trajectory JSON Lines file, relative to the suite file.")
+    rubric: str = Field(description="The rubric applied to every trajectory in it: 'id' or 'id@version'.")
+
+
+class Suite(BaseModel):
+    """A fixed set of trajectories and the rubrics they are scored against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = Field(SUITE_FORMAT_VERSION, description="Suite format version.")
+    name: str = Field(description="Name of the suite, for reports.")
+    rubrics: list[str] = Field(
+        min_length=1, description="Rubric files or folders of rubric files, relative to the suite file."
+    )
+    lock: str | None = Field(
+        None,
+        description="rubrics.lock to enforce: a rubric whose content differs from its locked hash, "
+        "or that is not locked, stops the run. Relative to the suite file.",
+    )
+    trajectories: list[TrajectorySet] = Field(min_length=1, description="Trajectory files and their rubric.")
+
+
+@dataclass
+class LoadedSuite:
+    suite: Suite
+    path: Path
+    rubrics: dict[str, Rubric] = field(default_factory=dict)  # id@version -> rubric
+    rubric_files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, relative: str) -> Path:
+        return (self.base_dir / relative).resolve()
+
+    def rubric_for(self, ref: str) -> Rubric:
+        if ref in self.rubrics:
+            return self.rubrics[ref]
+        matches = [rubric for rubric in self.rubrics.values() if rubric.id == ref]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            versions = ", ".join(sorted(r.version for r in matches))
+            raise InputError(f"rubric {ref!r} is ambiguous (versions {versions}): name it as id@version", self.path)
+        raise InputError(f"no rubric {ref!r} among the suite's rubrics", self.path)
+
+
+def rubric_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to the rubric files inside them (sorted, recursive)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES and p.is_file()))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError("rubric file or folder not found", path)
+    return files
+
+
+def load_rubrics(paths: list[Path]) -> tuple[dict[str, Rubric], dict[str, Path]]:
+    """Load rubric files; two files claiming the same id@version is an error naming both."""
+    rubrics: dict[str, Rubric] = {}
+    files: dict[str, Path] = {}
+    for path in rubric_files(paths):
+        rubric = load_rubric(path)
+        if rubric.ref in rubrics:
+            raise InputError(f"{rubric.ref} is also claimed by {files[rubric.ref]}", path)
+        rubrics[rubric.ref] = rubric
+        files[rubric.ref] = path
+    return rubrics, files
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "suite.yaml"
+    suite = load_document(path, Suite)
+    loaded = LoadedSuite(suite=suite, path=path.resolve())
+    loaded.rubrics, loaded.rubric_files = load_rubrics([loaded.resolve(p) for p in suite.rubrics])
+    for entry in suite.trajectories:
+        loaded.rubric_for(entry.rubric)  # fail early on a rubric the suite does not have
+    return loaded

@@ -1,0 +1,102 @@
+"""Trajectories: what an agent was asked, every tool call it made, what it answered.
+
+A trajectory file is JSON Lines, one trajectory per line, read as a stream. World snapshots
+(``world.before`` / ``world.after``) name files relative to the trajectory file's folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgekit._io import iter_jsonl
+from judgekit.world import SnapshotSpec
+
+TRAJECTORY_FORMAT_VERSION = 1
+
+
+class Call(BaseModel):
+    """One tool call and what came back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, description="The call id the agent framework gave it, if any.")
+    tool: str = Field(description="Name of the tool called.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the agent sent them.")
+    result: Any = Field(None, description="What the tool returned (any JSON value).")
+    error: str | None = Field(
+        None,
+        description="Set when the call failed. A failed call changed nothing in the world: it earns "
+        "no tool-correctness point and is not counted as a side effect.",
+    )
+    started_at: datetime | None = Field(None, description="When the call started.")
+    ended_at: datetime | None = Field(None, description="When the call returned.")
+
+    @property
+    def succeeded(self) -> bool:
+        """False when the call failed, and so changed nothing."""
+        return self.error is None
+
+
+class World(BaseModel):
+    """The world before and after the run, as snapshots of the same kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: SnapshotSpec = Field(description="The world before the agent ran.")
+    after: SnapshotSpec = Field(description="The world after the agent ran.")
+    keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="JSON snapshots only: JSON pointer of a list -> id field its records are matched by.",
+    )
+
+
+class Trajectory(BaseModel):
+    """One agent run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = Field(TRAJECTORY_FORMAT_VERSION, description="Trajectory format version.")
+    id: str = Field(min_length=1, description="Unique id of this run within its suite.")
+    prompt: str = Field(description="What the agent was asked to do.")
+    calls: list[Call] = Field(default_factory=list, description="Every tool call, in order.")
+    output: str = Field("", description="The agent's final answer to the user.")
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="Context given to the agent (id -> text); faithful claims may cite it.",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Free labels: model name, framework version, timestamp... Never scored.",
+    )
+    latency_s: float | None = Field(None, ge=0, description="Wall time of the whole run, in seconds.")
+    world: World | None = Field(None, description="World snapshots, when the task changes a world.")
+
+
+@dataclass(frozen=True)
+class LoadedTrajectory:
+    """A trajectory with where it came from (file and line), for messages and relative paths."""
+
+    trajectory: Trajectory
+    path: Path
+    line: int
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def iter_trajectories(path: str | Path) -> Iterator[LoadedTrajectory]:
+    """Stream trajectories from a JSON Lines file; errors name the file and line."""
+    path = Path(path)
+    for line, trajectory in iter_jsonl(path, Trajectory):
+        yield LoadedTrajectory(trajectory, path, line)
