@@ -76,6 +76,26 @@ def read_text(path: str | Path) -> str:
         raise InputError(f"cannot read: {exc.strerror}", path) from None
 
 
+def find_node(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
+    """The YAML node at ``loc`` (mapping keys and sequence indexes), or None."""
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            return None
+    return node
+
+
+def compose(path: str | Path) -> yaml.Node | None:
+    """The YAML node tree of a file (for line numbers); None when it does not parse."""
+    try:
+        return yaml.compose(read_text(path), Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+
+
 def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """Follow a pydantic error location through the YAML node tree; return the deepest line."""
     if node is None:

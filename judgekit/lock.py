@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judgekit._files import write_text_atomically
 from judgekit._io import describe_validation_error, read_text
 from judgekit.errors import InputError
 from judgekit.rubric import Rubric
@@ -49,14 +49,6 @@ def read_lock(path: Path) -> LockFile:
         raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
     except ValidationError as exc:
         raise InputError(describe_validation_error(exc), path) from None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # A crash mid-write must not leave a half lock behind: write aside, then rename.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rubrics.lock.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -107,6 +99,5 @@ def lock(paths: list[Path], lock_path: Path) -> tuple[list[str], list[Problem]]:
             problems.append(problem)
     if not problems and added:
         current.rubrics = dict(sorted(current.rubrics.items()))
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(lock_path, json.dumps(current.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        write_text_atomically(lock_path, json.dumps(current.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     return added, problems

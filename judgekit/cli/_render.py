@@ -1,0 +1,57 @@
+"""Output of ``judgekit run``: JSON Lines for machines, a table for people."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from judgekit.results import TrajectoryResult
+from judgekit.runner import RunRecord
+
+
+def print_jsonl(result: TrajectoryResult) -> None:
+    click.echo(result.model_dump_json(exclude={"format_version"}))
+    sys.stdout.flush()
+
+
+def _cell(axis) -> str:
+    if axis is None:
+        return "-"
+    if axis.status != "scored":
+        return axis.status.upper()
+    if axis.axis == "task_success":
+        if axis.passed:
+            return "PASS"
+        failed = [c.check for c in axis.checks if not c.passed]
+        return "FAIL " + ", ".join(failed[:2]) + ("..." if len(failed) > 2 else "")
+    text = f"{axis.score:.2f} ({axis.points}/{axis.max_points})"
+    lost = [item.point for item in axis.items if not item.earned]
+    if lost:
+        text += " lost: " + ", ".join(lost[:2]) + ("..." if len(lost) > 2 else "")
+    return text
+
+
+def print_table(record: RunRecord) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{record.suite}: {len(record.results)} trajectories")
+    table.add_column("trajectory")
+    table.add_column("rubric")
+    axes = list(record.summary)
+    for axis in axes:
+        table.add_column(axis)
+    for result in record.results:
+        table.add_row(result.trajectory_id, result.rubric, *(_cell(result.axes.get(axis)) for axis in axes))
+    console = Console(soft_wrap=False)
+    console.print(table)
+    for axis, summary in record.summary.items():
+        parts = [f"{summary.scored} scored"]
+        if summary.passed is not None:
+            parts.append(f"{summary.passed} passed")
+        if summary.mean_score is not None:
+            parts.append(f"mean {summary.mean_score:.3f}")
+        if summary.errors:
+            parts.append(f"{summary.errors} could not be scored")
+        console.print(f"{axis}: " + ", ".join(parts))

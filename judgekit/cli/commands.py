@@ -1,0 +1,165 @@
+"""Commands: run, diff, schema, import, rubric."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from judgekit.cli import EXIT_INPUT, handle_errors, main
+from judgekit.importers import importer_names
+from judgekit.schemas import SCHEMA_NAMES
+
+
+@main.command()
+@click.argument("suite", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the run record (JSON) here.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True,
+    help="table for people; jsonl prints one JSON object per trajectory.",
+)
+@handle_errors
+def run(suite: Path, out: Path | None, fmt: str) -> None:
+    """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml)."""
+    from judgekit.cli._render import print_jsonl, print_table
+    from judgekit.runner import build_record, check_registration, iter_results, now
+    from judgekit.suite import load_suite
+
+    started = now()
+    loaded = load_suite(suite)
+    check_registration(loaded)
+    results = []
+    for result in iter_results(loaded):
+        results.append(result)
+        if fmt == "jsonl":
+            print_jsonl(result)
+    record = build_record(loaded, results, started)
+    if fmt == "table":
+        print_table(record)
+    if out is not None:
+        from judgekit._files import write_text_atomically
+
+        write_text_atomically(out, record.model_dump_json(indent=2) + "\n")
+    errors = [(r, a) for r in results for a in r.axes.values() if a.status == "error"]
+    for result, axis in errors:
+        click.echo(f"judgekit: error: {result.trajectory_id} {axis.axis}: {axis.error}", err=True)
+    if errors:
+        sys.exit(EXIT_INPUT)
+
+
+@main.command()
+@click.argument("before", type=click.Path(path_type=Path))
+@click.argument("after", type=click.Path(path_type=Path))
+@click.option("--key", "keys", multiple=True, metavar="POINTER=FIELD", help="JSON: match the list at POINTER by FIELD.")
+@click.option("--text", is_flag=True, help="The compact text rendering a judge sees, instead of JSON.")
+@click.option("--max-chars", type=int, default=8000, show_default=True, help="Size cap of --text.")
+@handle_errors
+def diff(before: Path, after: Path, keys: tuple[str, ...], text: bool, max_chars: int) -> None:
+    """Canonical end-state diff of two JSON documents or two SQLite databases."""
+    from judgekit.diff import diff_paths, render_text
+    from judgekit.errors import InputError
+
+    key_map = {}
+    for item in keys:
+        pointer, sep, field = item.partition("=")
+        if not sep or not field:
+            raise InputError(f"--key {item!r}: expected POINTER=FIELD, e.g. /users=id")
+        key_map[pointer] = field
+    result = diff_paths(before, after, keys=key_map or None)
+    click.echo(render_text(result, max_chars=max_chars) if text else result.to_json())
+
+
+@main.command()
+@click.argument("name", type=click.Choice(sorted(SCHEMA_NAMES)))
+@handle_errors
+def schema(name: str) -> None:
+    """Print the JSON Schema of a file format."""
+    from judgekit.schemas import schema_for
+
+    click.echo(json.dumps(schema_for(name), indent=2, sort_keys=True))
+
+
+@main.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(importer_names()))
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
+@handle_errors
+def import_(fmt: str, src: Path, out: Path) -> None:
+    """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out."""
+    from judgekit.importers import get_importer
+
+    written = get_importer(fmt)(src, out)
+    for path in written:
+        click.echo(str(path))
+
+
+@main.group()
+def rubric() -> None:
+    """Pre-register, check and lint rubric files."""
+
+
+def _rubric_paths(paths: tuple[Path, ...]) -> list[Path]:
+    return list(paths) or [Path("rubrics")]
+
+
+@rubric.command("lock")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("rubrics/rubrics.lock"), show_default=True)
+@handle_errors
+def rubric_lock(paths: tuple[Path, ...], lock_path: Path) -> None:
+    """Freeze the hash of every rubric not locked yet (PATHS default: rubrics/)."""
+    from judgekit import lock as locking
+
+    added, problems = locking.lock(_rubric_paths(paths), lock_path)
+    for problem in problems:
+        click.echo(f"judgekit: error: {problem}", err=True)
+    if problems:
+        click.echo(f"nothing written to {lock_path}", err=True)
+        sys.exit(EXIT_INPUT)
+    for ref in added:
+        click.echo(f"locked {ref}")
+    if not added:
+        click.echo(f"{lock_path}: every rubric is already locked")
+
+
+@rubric.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("rubrics/rubrics.lock"), show_default=True)
+@handle_errors
+def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
+    """Fail when a locked rubric changed without a version bump, or a rubric is not locked."""
+    from judgekit import lock as locking
+
+    problems = locking.check(_rubric_paths(paths), lock_path)
+    for problem in problems:
+        click.echo(f"judgekit: error: {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_INPUT)
+    click.echo("every rubric matches its locked hash")
+
+
+@rubric.command("lint")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@handle_errors
+def rubric_lint(paths: tuple[Path, ...]) -> None:
+    """Flag version-bound language, vague criteria and empty axes, each with file:line."""
+    from judgekit.lint import lint_file
+    from judgekit.suite import rubric_files
+
+    findings = [f for path in rubric_files(_rubric_paths(paths)) for f in lint_file(path)]
+    for finding in findings:
+        click.echo(str(finding))
+    if findings:
+        click.echo(f"{len(findings)} finding(s)", err=True)
+        sys.exit(EXIT_INPUT)
+
+
+@rubric.command("schema")
+@handle_errors
+def rubric_schema() -> None:
+    """Print the rubric file's JSON Schema."""
+    from judgekit.schemas import schema_for
+
+    click.echo(json.dumps(schema_for("rubric"), indent=2, sort_keys=True))

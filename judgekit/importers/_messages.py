@@ -1,0 +1,99 @@
+"""OpenAI-style chat messages -> a Trajectory (shared by the openai-chat and tau-bench importers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from judgekit.errors import InputError
+from judgekit.trajectory import Call, Trajectory
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return json.dumps(content)
+
+
+def _maybe_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+def messages_to_trajectory(
+    messages: list[dict[str, Any]],
+    *,
+    trajectory_id: str,
+    prompt: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    output: Literal["last", "all"] = "last",
+    is_error: Callable[[str], bool] = lambda _text: False,
+    where: tuple[str, int | None] = ("", None),
+) -> Trajectory:
+    """Join assistant ``tool_calls`` with ``tool`` messages by ``tool_call_id``.
+
+    ``prompt`` defaults to the first user message; later user turns and system messages become
+    context (claims may cite them). ``output`` is the last assistant text, or every assistant
+    text in order when the answer is spread over a conversation.
+    """
+    path, line = where
+    calls: list[Call] = []
+    by_id: dict[str, int] = {}
+    context: dict[str, str] = {}
+    answers: list[str] = []
+    first_user: str | None = None
+    for n, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message:
+            raise InputError(f"message {n} is not a chat message with a role", path or None, line)
+        role = message["role"]
+        if role == "system":
+            context[f"system-{len([k for k in context if k.startswith('system')]) + 1}"] = _text(message.get("content"))
+        elif role == "user":
+            text = _text(message.get("content"))
+            if first_user is None:
+                first_user = text
+            else:
+                context[f"user-{n}"] = text
+        elif role == "assistant":
+            text = _text(message.get("content"))
+            if text:
+                answers.append(text)
+            for raw in message.get("tool_calls") or []:
+                function = raw.get("function") or {}
+                arguments = function.get("arguments") or "{}"
+                error = None
+                try:
+                    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+                except json.JSONDecodeError:
+                    args, error = {"$unparsed": arguments}, "the arguments were not valid JSON"
+                if not isinstance(args, dict):
+                    args, error = {"$unparsed": arguments}, "the arguments were not a JSON object"
+                calls.append(Call(id=raw.get("id"), tool=function.get("name", ""), args=args, error=error))
+                if raw.get("id"):
+                    by_id[raw["id"]] = len(calls) - 1
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in by_id:
+                raise InputError(f"message {n}: tool result for unknown tool_call_id {call_id!r}", path or None, line)
+            call = calls[by_id[call_id]]
+            text = _text(message.get("content"))
+            call.result = _maybe_json(text)
+            if call.error is None and is_error(text):
+                call.error = text
+    final = answers[-1] if answers and output == "last" else "\n\n".join(answers)
+    return Trajectory(
+        id=trajectory_id,
+        prompt=prompt if prompt is not None else (first_user or ""),
+        calls=calls,
+        output=final,
+        context=context,
+        metadata=metadata or {},
+    )

@@ -1,0 +1,109 @@
+"""``judgekit rubric lint``: guides must stay true as models and frameworks change.
+
+Flags version-bound language (model names and versions, framework versions, "as of", dates,
+"latest"), vague criteria nobody can measure, and axes with no checks at all. Each finding
+names the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from judgekit._io import compose, find_node
+from judgekit.rubric import AXES, Rubric, load_rubric
+
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+VERSION_BOUND: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "model-name",
+        re.compile(
+            r"\b(gpt-?\d[\w.-]*|chatgpt|o[134](-mini|-preview|-pro)?|claude(-| )?(\d[\w.-]*|opus|sonnet|haiku|instant)"
+            r"|llama-?\d[\w.-]*|gemini(-| )?(\d[\w.-]*|pro|flash|ultra)|mistral[\w.-]*|mixtral[\w.-]*|qwen[\w.-]*"
+            r"|deepseek[\w.-]*|phi-\d[\w.-]*|command-r[\w.-]*|smollm[\w.-]*)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "framework-version",
+        re.compile(
+            r"\b(langchain|langgraph|llama-?index|autogen|crewai|openai|anthropic|pydantic|python|litellm|inspect|"
+            r"dspy|semantic kernel)[ -]?v?\d+(\.\d+)*\b",
+            re.IGNORECASE,
+        ),
+    ),
+    ("version-number", re.compile(r"\bv\d+(\.\d+)+\b|\b\d+\.\d+\.\d+\b|\bversion \d", re.IGNORECASE)),
+    ("as-of", re.compile(r"\b(as of|at the time of writing|currently|nowadays|these days)\b", re.IGNORECASE)),
+    ("latest", re.compile(r"\b(latest|newest|state[- ]of[- ]the[- ]art|most recent (model|version))\b", re.IGNORECASE)),
+    (
+        "date",
+        re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b({_MONTHS})\s+\d{{4}}\b|\b(19|20)\d{{2}}\b", re.IGNORECASE),
+    ),
+]
+VAGUE = re.compile(
+    r"\b(good|appropriate(ly)?|reasonable|reasonably|proper(ly)?|nice|high[- ]quality|as needed|sensible|adequate(ly)?)\b",
+    re.IGNORECASE,
+)
+MIN_GUIDE_CHARS = 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: Path
+    line: int | None
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        return f"{where}: {self.code}: {self.message}"
+
+
+def _line_of(node: yaml.Node | None, offset_in_value: int, value: str) -> int | None:
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.ScalarNode) and node.style == "|":
+        return line + 1 + value.count("\n", 0, offset_in_value)  # literal block: content starts below
+    return line
+
+
+def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    for axis in AXES:
+        criteria = getattr(rubric, axis)
+        if criteria is None:
+            continue
+        node = find_node(tree, (axis, "guide"))
+        axis_line = _line_of(find_node(tree, (axis,)), 0, "")
+        guide = criteria.guide
+        if len(guide.strip()) < MIN_GUIDE_CHARS:
+            findings.append(Finding(path, _line_of(node, 0, guide), "empty-guide", f"{axis} guide is empty or too short to score by"))
+        for code, pattern in VERSION_BOUND:
+            for match in pattern.finditer(guide):
+                findings.append(
+                    Finding(path, _line_of(node, match.start(), guide), code, f"{axis} guide says {match.group(0)!r}: version-bound language goes stale; describe the behaviour instead")
+                )
+        for match in VAGUE.finditer(guide):
+            findings.append(
+                Finding(path, _line_of(node, match.start(), guide), "unmeasurable", f"{axis} guide says {match.group(0)!r}: say what is checked and what passes")
+            )
+        findings.extend(Finding(path, axis_line, "empty-criteria", message) for message in _empty_criteria(axis, criteria))
+    return findings
+
+
+def _empty_criteria(axis: str, criteria) -> list[str]:
+    if axis == "task_success":
+        checks = (criteria.preconditions, criteria.postconditions, criteria.side_effects, criteria.max_latency_s, criteria.required_outputs)
+        if not any(check not in (None, []) for check in checks):
+            return ["task_success has no check (no pre/postcondition, side_effects, max_latency_s or required_outputs): it would pass everything"]
+    if axis == "tool_correctness" and not criteria.expected_calls and not criteria.forbidden.tools and not criteria.forbidden.effects:
+        return ["tool_correctness expects no call and forbids nothing: it measures only the call count"]
+    return []
+
+
+def lint_file(path: Path) -> list[Finding]:
+    return lint_rubric(load_rubric(path), path, compose(path))

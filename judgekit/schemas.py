@@ -1,0 +1,34 @@
+"""JSON Schemas of every file format, generated from the pydantic models.
+
+The committed copies under ``judgekit/schemas/`` (for editors: a rubric may start with
+``$schema: <path>/rubric.schema.json``) are checked against these by the test suite.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+# name -> "module:Model"; import is deferred so the CLI starts fast.
+_MODELS = {
+    "trajectory": "judgekit.trajectory:Trajectory",
+    "rubric": "judgekit.rubric:Rubric",
+    "suite": "judgekit.suite:Suite",
+    "diff": "judgekit.diff:Diff",
+    "result": "judgekit.results:TrajectoryResult",
+    "run": "judgekit.runner:RunRecord",
+    "lock": "judgekit.lock:LockFile",
+}
+SCHEMA_NAMES = tuple(_MODELS)
+
+
+def schema_for(name: str) -> dict[str, Any]:
+    module, _, attr = _MODELS[name].partition(":")
+    model = getattr(import_module(module), attr)
+    schema = model.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema.setdefault("title", attr)
+    if name == "rubric":
+        # YAML rubric files may name their schema for editor completion.
+        schema.setdefault("properties", {})["$schema"] = {"type": "string", "description": "Editor hint; ignored."}
+    return schema
