@@ -1,0 +1,133 @@
+"""Human labels: the reference a judge is calibrated against.
+
+File: ``calibration/<rubric-id>/labels.jsonl``, JSON Lines, one object per
+(trajectory id, axis, labeler)::
+
+    {"format_version": 1, "trajectory_id": "t-0007", "axis": "task_success",
+     "label": "pass", "labeler": "alice", "labeled_at": "2025-03-02T10:00:00Z"}
+    {"format_version": 1, "trajectory_id": "t-0007", "axis": "faithfulness",
+     "score": 0.75, "labeler": "alice", "labeled_at": "2025-03-02T10:01:00Z"}
+    {"format_version": 1, "trajectory_id": "llmbar-natural-0001", "axis": "task_success",
+     "label": "A", "labeler": "llmbar-human", "labeled_at": "2023-10-11T00:00:00Z"}
+
+The kind of an item follows from what is filled in, and ``item_kind`` (optional) must agree:
+
+============  ====================  =========
+item_kind     label                 score
+============  ====================  =========
+``binary``    ``"pass"``/``"fail"``  absent
+``graded``    absent                in [0, 1]
+``pairwise``  ``"A"``/``"B"``        absent
+============  ====================  =========
+
+For a pairwise item ``A`` and ``B`` name the two answers in their original order (A first);
+the label says which one the person preferred.
+
+Several labelers may label the same item; the same (trajectory_id, axis, labeler) twice in a
+file is an error naming both lines, and so are two labelers giving one item different kinds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judgekit._io import iter_jsonl
+from judgekit.errors import InputError
+
+Axis = Literal["task_success", "tool_correctness", "faithfulness"]
+"""The independent scoring axes."""
+AXES: tuple[Axis, ...] = ("task_success", "tool_correctness", "faithfulness")
+
+ItemKind = Literal["binary", "graded", "pairwise"]
+BinaryChoice = Literal["pass", "fail"]
+PairwiseChoice = Literal["A", "B"]
+
+LABELS_FORMAT_VERSION = 1
+
+
+class Label(BaseModel):
+    """One person's judgement of one trajectory on one axis (a line of ``labels.jsonl``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = Field(
+        default=LABELS_FORMAT_VERSION, description="Version of the labels file format; only 1 exists."
+    )
+    trajectory_id: str = Field(min_length=1, description="Id of the labelled trajectory (or pairwise item).")
+    axis: Axis = Field(description="The axis this label scores.")
+    label: Literal["pass", "fail", "A", "B"] | None = Field(
+        default=None,
+        description='"pass"/"fail" for a binary item; "A"/"B" (the preferred answer, in original '
+        "order) for a pairwise item; absent for a graded item.",
+    )
+    score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Score in [0, 1] for a graded item; absent otherwise."
+    )
+    labeler: str = Field(min_length=1, description="Who gave the label (a person or a named panel).")
+    labeled_at: datetime = Field(description="When the label was given (ISO 8601).")
+    note: str | None = Field(default=None, description="Free text: why this label, doubts, context.")
+    item_kind: ItemKind | None = Field(
+        default=None,
+        description="binary, graded or pairwise. Optional: it follows from label/score and, when "
+        "given, must agree with them. Always filled in after loading.",
+    )
+
+    @model_validator(mode="after")
+    def _kind_matches_fields(self) -> Label:
+        if self.score is not None and self.label is not None:
+            raise ValueError("give either label (binary/pairwise) or score (graded), not both")
+        if self.score is not None:
+            kind: ItemKind = "graded"
+        elif self.label in ("pass", "fail"):
+            kind = "binary"
+        elif self.label in ("A", "B"):
+            kind = "pairwise"
+        else:
+            raise ValueError('give a label ("pass"/"fail" or "A"/"B") or a score in [0, 1]')
+        if self.item_kind is not None and self.item_kind != kind:
+            raise ValueError(f"item_kind is {self.item_kind!r} but the label/score make it {kind!r}")
+        self.item_kind = kind
+        return self
+
+    @property
+    def kind(self) -> ItemKind:
+        """The item kind (never None once validated)."""
+        assert self.item_kind is not None
+        return self.item_kind
+
+
+def check_labels(labels: list[tuple[int, Label]], path: str | Path | None = None) -> None:
+    """Reject a repeated (trajectory_id, axis, labeler) and items whose labelers disagree on kind."""
+    seen: dict[tuple[str, str, str], int] = {}
+    kinds: dict[tuple[str, str], tuple[int, ItemKind]] = {}
+    for line, lab in labels:
+        key = (lab.trajectory_id, lab.axis, lab.labeler)
+        if key in seen:
+            raise InputError(
+                f"{lab.labeler!r} labels {lab.trajectory_id!r} on {lab.axis} twice "
+                f"(lines {seen[key]} and {line}); keep one",
+                path,
+                line,
+            )
+        seen[key] = line
+        item = (lab.trajectory_id, lab.axis)
+        if item in kinds and kinds[item][1] != lab.kind:
+            first_line, first_kind = kinds[item]
+            raise InputError(
+                f"{lab.trajectory_id!r} on {lab.axis} is {first_kind} on line {first_line} "
+                f"but {lab.kind} here; one item has one kind",
+                path,
+                line,
+            )
+        kinds.setdefault(item, (line, lab.kind))
+
+
+def load_labels(path: str | Path) -> list[Label]:
+    """Read a ``labels.jsonl`` file; every problem is an ``InputError`` naming file and line."""
+    numbered = list(iter_jsonl(path, Label))
+    check_labels(numbered, path)
+    return [lab for _, lab in numbered]
