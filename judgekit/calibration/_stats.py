@@ -1,0 +1,86 @@
+"""Agreement statistics: binary confusion metrics, Cohen's and Fleiss' kappa.
+
+The vectorised forms (one value per bootstrap row) are used for resamples; point estimates of
+Cohen's kappa come from scikit-learn, and tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import cohen_kappa_score
+
+from judgekit.calibration._bootstrap import ratio
+
+
+def kappa_from_cells(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of a 2x2 table (rater 1 = rows "positive"/"negative", rater 2 = columns).
+
+    Undefined (NaN) when chance agreement is 1, i.e. both raters gave one same class throughout.
+    """
+    tp, fp, fn, tn = (np.asarray(x, dtype=float) for x in (tp, fp, fn, tn))
+    n = tp + fp + fn + tn
+    po = ratio(tp + tn, n)
+    pe = ratio((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
+    return ratio(po - pe, 1.0 - pe)
+
+
+def binary_cells(human: np.ndarray, judge: np.ndarray, mask: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """(tp, fp, fn, tn) along the last axis; "positive" is pass (or A). ``mask`` keeps items."""
+    human = human.astype(bool)
+    judge = judge.astype(bool)
+    keep = np.ones_like(human, dtype=bool) if mask is None else mask
+    tp = (keep & human & judge).sum(axis=-1)
+    fp = (keep & ~human & judge).sum(axis=-1)
+    fn = (keep & human & ~judge).sum(axis=-1)
+    tn = (keep & ~human & ~judge).sum(axis=-1)
+    return tp, fp, fn, tn
+
+
+def binary_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> dict[str, np.ndarray]:
+    """Everything the binary report shows, from the cells (NaN where undefined)."""
+    n = tp + fp + fn + tn
+    return {
+        "base_rate": ratio(tp + fn, n),
+        "accuracy": ratio(tp + tn, n),
+        "kappa": kappa_from_cells(tp, fp, fn, tn),
+        "tpr": ratio(tp, tp + fn),
+        "tnr": ratio(tn, tn + fp),
+        "precision": ratio(tp, tp + fp),
+    }
+
+
+def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
+    """scikit-learn's Cohen's kappa; None when undefined (no items, or one shared constant class)."""
+    if len(a) == 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = float(cohen_kappa_score(list(a), list(b)))
+    return value if math.isfinite(value) else None
+
+
+def fleiss_kappa(counts: np.ndarray) -> float | None:
+    """Fleiss' kappa from an items x categories table of how many raters chose each category.
+
+    Every row must sum to the same number of raters (at least 2). None when undefined (all
+    ratings in one category, so chance agreement is 1).
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or counts.shape[0] == 0:
+        return None
+    raters = counts.sum(axis=1)
+    m = raters[0]
+    if m < 2 or not np.all(raters == m):
+        raise ValueError("every item needs the same number (>= 2) of ratings")
+    n_items = counts.shape[0]
+    p_item = ((counts * counts).sum(axis=1) - m) / (m * (m - 1))
+    p_bar = p_item.mean()
+    p_cat = counts.sum(axis=0) / (n_items * m)
+    p_e = float((p_cat * p_cat).sum())
+    if math.isclose(p_e, 1.0):
+        return None
+    return float((p_bar - p_e) / (1.0 - p_e))
