@@ -1,0 +1,125 @@
+"""LLMBar (princeton-nlp/LLMBar) pairwise data as judgekit labels and verdicts.
+
+A subset folder holds ``dataset.json`` (a list of ``{input, output_1, output_2, label}``, label
+1 or 2 being the human choice) and ``evaluators/<model>/<prompt>/result.json``, the same list
+with ``results``: its last element has ``"swap = False"`` and ``"swap = True"`` entries whose
+``winner`` ("1", "2", or null when LLMBar's parser found no answer) is already mapped back to
+the original output numbering by LLMBar's own script.
+
+Conversion:
+
+- item n (1-based, in file order) gets the trajectory id ``llmbar-<subset>-<nnnn>``, the subset
+  being the folder name in lower case (``prefix`` overrides ``llmbar-<subset>``);
+- axis ``task_success``: LLMBar's question "which output follows the instruction?" is the
+  task-success question asked pairwise; the items are ``item_kind: "pairwise"``;
+- output_1 is answer ``A``, output_2 is answer ``B`` (the original order);
+- ``labels.jsonl``: one label per item, labeler ``llmbar-human``, ``labeled_at`` a fixed date
+  (the dataset has no per-label time; 2023-10-11, when LLMBar was released);
+- ``verdicts-<model>-<prompt>.jsonl`` per evaluator, judge ``<model>/<prompt>``: two verdicts per
+  item, order ``original`` (swap = False) and ``swapped`` (swap = True), each naming the chosen
+  answer by its original label; a null winner becomes an unscored verdict (reason
+  ``unparsed_reply``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from judgekit._io import read_text
+from judgekit.calibration.labels import Label
+from judgekit.calibration.verdicts import JudgeVerdictRecord
+from judgekit.errors import InputError
+
+LABELER = "llmbar-human"
+AXIS = "task_success"
+LABELED_AT = datetime(2023, 10, 11, tzinfo=UTC)
+_CHOICE = {"1": "A", "2": "B"}
+_SWAP_KEYS = (("original", "swap = False"), ("swapped", "swap = True"))
+
+
+def _load_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+        raise InputError("expected a JSON list of objects (LLMBar format)", path)
+    return data
+
+
+def _item_ids(prefix: str, n: int) -> list[str]:
+    width = max(4, len(str(n)))
+    return [f"{prefix}-{i:0{width}d}" for i in range(1, n + 1)]
+
+
+def _write_jsonl(path: Path, records: list[Label] | list[JudgeVerdictRecord]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for rec in records:
+            out.write(rec.model_dump_json(exclude_none=True) + "\n")
+
+
+def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_at: datetime) -> list[Label]:
+    labels = []
+    for i, (item, tid) in enumerate(zip(dataset, ids, strict=True)):
+        choice = _CHOICE.get(str(item.get("label")))
+        if choice is None:
+            raise InputError(f"item {i}: label is {item.get('label')!r}, expected 1 or 2", path)
+        labels.append(
+            Label(trajectory_id=tid, axis=AXIS, label=choice, labeler=LABELER, labeled_at=labeled_at, item_kind="pairwise")
+        )
+    return labels
+
+
+def _verdicts(
+    dataset: list[dict[str, Any]], results: list[dict[str, Any]], ids: list[str], judge: str, path: Path
+) -> list[JudgeVerdictRecord]:
+    if len(results) != len(dataset):
+        raise InputError(f"{len(results)} results for {len(dataset)} dataset items", path)
+    verdicts = []
+    for i, (item, res, tid) in enumerate(zip(dataset, results, ids, strict=True)):
+        if any(res.get(k) != item.get(k) for k in ("input", "output_1", "output_2", "label")):
+            raise InputError(f"item {i} differs from dataset.json item {i}; results must follow the dataset order", path)
+        runs = res.get("results")
+        last = runs[-1] if isinstance(runs, list) and runs else None
+        if not isinstance(last, dict) or any(key not in last for _, key in _SWAP_KEYS):
+            raise InputError(f'item {i}: results[-1] lacks "swap = False"/"swap = True"', path)
+        for order, key in _SWAP_KEYS:
+            winner = last[key].get("winner") if isinstance(last[key], dict) else None
+            if winner is None:
+                rec = JudgeVerdictRecord(
+                    trajectory_id=tid, axis=AXIS, judge=judge, order=order, unscored_reason="unparsed_reply"
+                )
+            elif str(winner) in _CHOICE:
+                rec = JudgeVerdictRecord(trajectory_id=tid, axis=AXIS, judge=judge, order=order, verdict=_CHOICE[str(winner)])
+            else:
+                raise InputError(f"item {i} ({key}): winner is {winner!r}, expected \"1\", \"2\" or null", path)
+            verdicts.append(rec)
+    return verdicts
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "subset"
+
+
+def import_llmbar(
+    src_dir: str | Path, out_dir: str | Path, *, prefix: str | None = None, labeled_at: datetime = LABELED_AT
+) -> list[Path]:
+    """Convert one LLMBar subset folder; returns the labels file then the verdicts files (sorted)."""
+    src_dir, out_dir = Path(src_dir), Path(out_dir)
+    dataset_path = src_dir / "dataset.json"
+    dataset = _load_list(dataset_path)
+    ids = _item_ids(prefix or f"llmbar-{_slug(src_dir.name)}", len(dataset))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "labels.jsonl"]
+    _write_jsonl(written[0], _labels(dataset, ids, dataset_path, labeled_at))
+    for result_path in sorted(src_dir.glob("evaluators/*/*/result.json")):
+        model, prompt = result_path.parent.parent.name, result_path.parent.name
+        verdicts = _verdicts(dataset, _load_list(result_path), ids, f"{model}/{prompt}", result_path)
+        target = out_dir / f"verdicts-{model}-{prompt}.jsonl"
+        _write_jsonl(target, verdicts)
+        written.append(target)
+    return written
