@@ -1,7 +1,8 @@
 """JSON Schemas of every file format, generated from the pydantic models.
 
-The committed copies under ``judgekit/schemas/`` (for editors: a rubric may start with
-``$schema: <path>/rubric.schema.json``) are checked against these by the test suite.
+The committed copies under ``schemas/`` at the repository root (for editors: a rubric may
+start with ``$schema: ../schemas/rubric.schema.json``) are checked against these by the test
+suite; ``python -m judgekit.schemas DIR`` rewrites them.
 """
 
 from __future__ import annotations
@@ -32,3 +33,24 @@ def schema_for(name: str) -> dict[str, Any]:
         # YAML rubric files may name their schema for editor completion.
         schema.setdefault("properties", {})["$schema"] = {"type": "string", "description": "Editor hint; ignored."}
     return schema
+
+
+def write_all(folder: str) -> list[str]:
+    """Write ``<name>.schema.json`` for every format into ``folder``."""
+    import json
+    from pathlib import Path
+
+    from judgekit._files import write_text_atomically
+
+    written = []
+    for name in SCHEMA_NAMES:
+        path = Path(folder) / f"{name}.schema.json"
+        write_text_atomically(path, json.dumps(schema_for(name), indent=2, sort_keys=True) + "\n")
+        written.append(str(path))
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("\n".join(write_all(sys.argv[1] if len(sys.argv) > 1 else "schemas")))
