@@ -1,0 +1,88 @@
+"""Test judges without a provider: a scripted OpenAI-compatible server on 127.0.0.1.
+
+The server speaks the OpenAI chat-completions API over real HTTP/1.1 (keep-alive,
+Content-Length), so litellm, the openai SDK and raw httpx talk to it exactly as they would to a
+provider. It plays scripted replies, faults included, and records what it received::
+
+    import litellm
+    from judgekit.testing import Reply, ScriptedOpenAIServer
+
+    script = [Reply.ok({"verdict": "pass", "reason": "booked"}), Reply.rate_limit(retry_after_s=2)]
+    with ScriptedOpenAIServer(script) as server:
+        response = await litellm.acompletion(
+            model="openai/test-model", api_base=server.base_url, api_key="x",
+            messages=[{"role": "user", "content": "..."}], num_retries=0,
+        )
+        assert server.request_count == 1
+        assert server.requests[0]["temperature"] == 0
+
+Endpoints: ``POST /v1/chat/completions`` (and ``/chat/completions``), ``GET /v1/models``,
+``GET /_judgekit/stats`` (counts as JSON). Streaming requests get HTTP 400.
+
+Reply kinds (``Reply.kind``; each has a named constructor, e.g. ``Reply.refusal()``):
+
+=================  ==============================================================================
+``ok``             HTTP 200; ``content`` is the assistant text (typically a JSON verdict).
+``malformed``      HTTP 200; text that is not valid JSON (a truncated object by default).
+``prose``          HTTP 200; the JSON ``content`` wrapped in "Sure! Here is ..." prose.
+``wrong_types``    HTTP 200; the scripter's JSON with wrongly typed fields (a label only).
+``missing_fields`` HTTP 200; the scripter's JSON lacking fields (a label only).
+``refusal``        HTTP 200; ``message.content`` null, ``message.refusal`` set (OpenAI style).
+``rate_limit``     HTTP 429; ``Retry-After: <retry_after_s>``; OpenAI error body.
+``server_error``   HTTP ``status`` (500 by default, any 5xx); OpenAI error body.
+``slow``           waits ``delay_s`` (make it exceed the client timeout), then answers like ok.
+``drop``           reads the request, then closes the connection without any response.
+=================  ==============================================================================
+
+Every reply may set ``delay_s`` (latency; None uses ``default_delay_s``) and ``model`` (the
+name reported back; None echoes the requested model). 200 answers carry ``id``, ``created``,
+``choices[0].finish_reason`` and ``usage`` (about 4 characters a token, or set
+``prompt_tokens``/``completion_tokens``).
+
+Scripts: a ``Reply`` (answered to every request), a list of ``Reply`` (played once in arrival
+order, thread-safe), a ``ScriptSpec`` (declarative, JSON-serialisable: ``mode`` "sequence" or
+"cycle"), or a function ``(request_json: dict, n: int) -> Reply`` with ``n`` the 0-based arrival
+number; decide on the request content to make faults independent of concurrency order. A
+script that cannot answer (list exhausted, function raised) gets HTTP 500 and is listed in
+``server.script_errors``.
+
+What was received: ``server.request_count`` (chat-completions requests, total),
+``server.request_count_by_kind`` (per reply kind, plus ``bad_request`` / ``script_error``),
+``server.requests`` (the parsed JSON bodies) and ``server.reset()``.
+
+Lifecycle: a context manager, or ``start()`` / ``stop()``. Stopping closes keep-alive
+connections, drops replies still waiting out a delay and joins every thread.
+
+In another process (benchmarks; the server then shares no GIL with the client)::
+
+    with ScriptedOpenAIServer.spawn(Reply.ok("{}"), default_delay_s=0.1) as server:
+        ...  # server.base_url, server.request_count (read over HTTP)
+
+or from a shell, printing the base URL on the first stdout line::
+
+    python -m judgekit.testing serve --port 0 --delay 0.1 --reply-file script.json
+    python -m judgekit.testing serve --reply '{"kind": "ok", "content": {"verdict": "pass"}}'
+
+where ``script.json`` is a ``ScriptSpec``, e.g.
+``{"mode": "cycle", "replies": [{"kind": "ok", "content": "{}"}, {"kind": "rate_limit"}]}``.
+"""
+
+from __future__ import annotations
+
+from judgekit._testing_replies import SCRIPT_FORMAT_VERSION, Reply, ReplyKind, ScriptSpec
+from judgekit._testing_server import Script, ScriptedOpenAIServer, ScriptFunction
+from judgekit._testing_spawn import SpawnedScriptedServer, main
+
+__all__ = [
+    "SCRIPT_FORMAT_VERSION",
+    "Reply",
+    "ReplyKind",
+    "Script",
+    "ScriptFunction",
+    "ScriptSpec",
+    "ScriptedOpenAIServer",
+    "SpawnedScriptedServer",
+]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
