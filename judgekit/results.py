@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit.verdict import Provenance, UnscoredReason
+
 RESULT_FORMAT_VERSION = 1
 
 
@@ -19,14 +21,19 @@ class CheckOutcome(_Strict):
     check: str = Field(description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")
     passed: bool = Field(description="Whether the check passed.")
     reason: str = Field(description="Why, in one sentence a person can verify.")
+    source: Literal["deterministic", "judge"] = Field("deterministic", description="Who decided it.")
 
 
 class _AxisResultBase(_Strict):
-    status: Literal["scored", "error"] = Field(
-        "scored", description="'error': the axis could not be scored (bad input); never pass or fail."
+    status: Literal["scored", "unscored", "error"] = Field(
+        "scored",
+        description="'unscored': the judge gave no valid verdict (see unscored_reason); 'error': bad "
+        "input. Neither is ever pass or fail.",
     )
     source: Literal["deterministic", "judge"] = Field("deterministic", description="Who scored it.")
     error: str | None = Field(None, description="Why the axis could not be scored.")
+    unscored_reason: UnscoredReason | None = Field(None, description="Why the judge's verdict is missing.")
+    judge: Provenance | None = Field(None, description="Provenance of the judge verdict, when a judge took part.")
 
 
 class TaskSuccessResult(_AxisResultBase):
@@ -74,7 +81,33 @@ class ToolCorrectnessResult(_AxisResultBase):
         return [item for item in self.items if not item.earned]
 
 
-AxisResult = Annotated[TaskSuccessResult | ToolCorrectnessResult, Field(discriminator="axis")]
+class ClaimResult(_Strict):
+    """One atomic claim, after judgekit verified the judge's citations."""
+
+    claim: str = Field(description="The claim, as the judge extracted it.")
+    supported: bool = Field(description="Supported after verification.")
+    evidence: list[dict[str, str]] = Field(default_factory=list, description="Citations: {id, quote}.")
+    citation_error: str | None = Field(
+        None, description="The judge said supported but a citation failed verification."
+    )
+
+
+class FaithfulnessResult(_AxisResultBase):
+    """Supported claims over all claims; raw counts kept so one big slip and many small ones differ."""
+
+    axis: Literal["faithfulness"] = "faithfulness"
+    source: Literal["deterministic", "judge"] = "judge"
+    score: float | None = Field(None, description="supported / claims; 1.0 when there is no claim.")
+    claims_total: int = 0
+    supported: int = 0
+    unsupported: int = 0
+    citation_errors: int = Field(0, description="Claims the judge supported with a citation that failed.")
+    claims: list[ClaimResult] = Field(default_factory=list)
+
+
+AxisResult = Annotated[
+    TaskSuccessResult | ToolCorrectnessResult | FaithfulnessResult, Field(discriminator="axis")
+]
 
 
 class TrajectoryResult(_Strict):

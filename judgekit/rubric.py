@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judgekit._io import canonical_json, load_document
+from judgekit.judge.spec import JudgeSpec
 
 RUBRIC_FORMAT_VERSION = 1
 AXES = ("task_success", "tool_correctness", "faithfulness")
@@ -121,6 +122,11 @@ class TaskSuccessCriteria(_Strict):
         default_factory=list,
         description="Values the answer must state (case-insensitive; thousands separators ignored).",
     )
+    judge: bool = Field(
+        False,
+        description="Also ask the judge, from the task and the end-state diff, for criteria that "
+        "predicates cannot express. The axis passes only if the checks and the judge pass.",
+    )
 
 
 # --- tool correctness -------------------------------------------------------------------------
@@ -192,6 +198,7 @@ class Rubric(_Strict):
     task_success: TaskSuccessCriteria | None = Field(None, description="Task-success axis.")
     tool_correctness: ToolCorrectnessCriteria | None = Field(None, description="Tool-correctness axis.")
     faithfulness: FaithfulnessCriteria | None = Field(None, description="Faithfulness axis.")
+    judge: JudgeSpec | None = Field(None, description="The judge for this rubric (overrides the suite's).")
 
     @field_validator("id")
     @classmethod
@@ -220,6 +227,15 @@ class Rubric(_Strict):
 
     def axes(self) -> list[str]:
         return [axis for axis in AXES if getattr(self, axis) is not None]
+
+    def judged_axes(self) -> list[str]:
+        """Axes a judge scores: faithfulness always, task success in judge mode."""
+        axes = []
+        if self.task_success is not None and self.task_success.judge:
+            axes.append("task_success")
+        if self.faithfulness is not None:
+            axes.append("faithfulness")
+        return axes
 
     def canonical(self) -> dict[str, Any]:
         """The canonical content: defaults left out, so adding an optional field to the format

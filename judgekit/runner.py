@@ -36,10 +36,10 @@ def check_registration(loaded: LoadedSuite) -> None:
             raise InputError(problem.message, problem.path)
 
 
-def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory) -> TrajectoryResult:
+def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory, world: WorldState | None = None) -> TrajectoryResult:
     """Score the axes that need no model. A bad snapshot makes that axis 'error', not a crash."""
     trajectory = loaded.trajectory
-    world = WorldState(loaded)
+    world = world or WorldState(loaded)
     result = TrajectoryResult(
         trajectory_id=trajectory.id,
         rubric=rubric.ref,
@@ -60,8 +60,8 @@ def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory) -> TrajectoryR
     return result
 
 
-def iter_results(loaded: LoadedSuite) -> Iterator[TrajectoryResult]:
-    """Stream results in suite order; trajectory ids must be unique across the suite."""
+def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTrajectory]]:
+    """Every trajectory of the suite with its rubric, in suite order; ids must be unique."""
     seen: dict[str, str] = {}
     for entry in loaded.suite.trajectories:
         rubric = loaded.rubric_for(entry.rubric)
@@ -70,14 +70,21 @@ def iter_results(loaded: LoadedSuite) -> Iterator[TrajectoryResult]:
             if tid in seen:
                 raise InputError(f"trajectory id {tid!r} already used at {seen[tid]}", item.path, item.line)
             seen[tid] = item.where
-            yield score_deterministic(rubric, item)
+            yield rubric, item
+
+
+def iter_results(loaded: LoadedSuite) -> Iterator[TrajectoryResult]:
+    """Deterministic axes only, streamed in suite order."""
+    for rubric, item in iter_trajectories_of(loaded):
+        yield score_deterministic(rubric, item)
 
 
 class AxisSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scored: int = Field(description="Trajectories scored on this axis.")
-    errors: int = Field(description="Trajectories whose axis could not be scored.")
+    unscored: int = Field(0, description="Trajectories the judge gave no valid verdict for (never pass or fail).")
+    errors: int = Field(description="Trajectories whose axis could not be scored (bad input).")
     passed: int | None = Field(None, description="Binary axes: how many passed.")
     mean_score: float | None = Field(None, description="Mean score over scored trajectories.")
 
@@ -95,6 +102,7 @@ class RunRecord(BaseModel):
     finished_at: datetime
     rubrics: dict[str, dict[str, Any]] = Field(description="id@version -> sha256 and file.")
     summary: dict[str, AxisSummary] = Field(description="Axis -> summary.")
+    ledger: dict[str, Any] | None = Field(None, description="Judge calls, cache hits, tokens and cost of the run.")
     results: list[TrajectoryResult] = Field(description="One record per trajectory.")
 
 
@@ -107,7 +115,8 @@ def summarise(results: list[TrajectoryResult]) -> dict[str, AxisSummary]:
         scores = [a.score for a in scored if a.score is not None]
         summary[axis] = AxisSummary(
             scored=len(scored),
-            errors=len(records) - len(scored),
+            unscored=sum(a.status == "unscored" for a in records),
+            errors=sum(a.status == "error" for a in records),
             passed=sum(bool(a.passed) for a in scored) if axis == "task_success" else None,
             mean_score=round(sum(scores) / len(scores), 6) if scores else None,
         )
@@ -118,8 +127,11 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def build_record(loaded: LoadedSuite, results: list[TrajectoryResult], started_at: datetime) -> RunRecord:
+def build_record(
+    loaded: LoadedSuite, results: list[TrajectoryResult], started_at: datetime, ledger: dict[str, Any] | None = None
+) -> RunRecord:
     return RunRecord(
+        ledger=ledger,
         suite=loaded.suite.name,
         suite_path=str(loaded.path),
         judgekit_version=__version__,

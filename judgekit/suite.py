@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._io import load_document
 from judgekit.errors import InputError
+from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric
 
 SUITE_FORMAT_VERSION = 1
@@ -25,6 +26,13 @@ class TrajectorySet(BaseModel):
 
     file: str = Field(description="A trajectory JSON Lines file, relative to the suite file.")
     rubric: str = Field(description="The rubric applied to every trajectory in it: 'id' or 'id@version'.")
+
+
+class Budget(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int | None = Field(None, gt=0, description="Prompt + completion tokens for the run.")
+    max_cost_usd: float | None = Field(None, gt=0, description="Dollars for the run (litellm's cost map).")
 
 
 class Suite(BaseModel):
@@ -43,6 +51,13 @@ class Suite(BaseModel):
         "or that is not locked, stops the run. Relative to the suite file.",
     )
     trajectories: list[TrajectorySet] = Field(min_length=1, description="Trajectory files and their rubric.")
+    judge: JudgeSpec | None = Field(None, description="The judge for every rubric that names none.")
+    allow_floating: bool = Field(
+        False, description="Allow an unpinned judge model; every verdict then says it floated."
+    )
+    concurrency: int = Field(8, ge=1, le=256, description="Judge calls in flight at once.")
+    cache_dir: str | None = Field(None, description="Verdict cache folder (default .judgekit/cache in the working directory).")
+    budget: Budget | None = Field(None, description="Stop judging cleanly past this many tokens or dollars.")
 
 
 @dataclass

@@ -18,8 +18,13 @@ def print_jsonl(result: TrajectoryResult) -> None:
 def _cell(axis) -> str:
     if axis is None:
         return "-"
+    if axis.status == "unscored":
+        return f"UNSCORED ({axis.unscored_reason})"
     if axis.status != "scored":
         return axis.status.upper()
+    if axis.axis == "faithfulness":
+        text = f"{axis.score:.2f} ({axis.supported}/{axis.claims_total} claims)"
+        return text + (f", {axis.citation_errors} citation error(s)" if axis.citation_errors else "")
     if axis.axis == "task_success":
         if axis.passed:
             return "PASS"
@@ -52,6 +57,43 @@ def print_table(record: RunRecord) -> None:
             parts.append(f"{summary.passed} passed")
         if summary.mean_score is not None:
             parts.append(f"mean {summary.mean_score:.3f}")
+        if summary.unscored:
+            parts.append(f"{summary.unscored} unscored")
         if summary.errors:
             parts.append(f"{summary.errors} could not be scored")
         console.print(f"{axis}: " + ", ".join(parts))
+
+
+def print_ledger(ledger) -> None:
+    data = ledger.as_dict()
+    cost = "unknown" if data["calls_without_cost"] and not data["cost_usd"] else f"${data['cost_usd']:.4f}"
+    unscored = ", ".join(f"{k} {v}" for k, v in data["unscored"].items()) or "none"
+    click.echo(
+        f"judge: {data['calls']} call(s), {data['cache_hits']} cache hit(s), "
+        f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}, unscored: {unscored}",
+        err=True,
+    )
+
+
+def progress_factory():
+    """A rich progress bar on a terminal; None elsewhere (CI logs stay clean)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def start(total: int):
+        from rich.progress import Progress
+
+        progress = Progress(transient=True)
+        progress.start()
+        task = progress.add_task("judging", total=total)
+        done = {"n": 0}
+
+        def tick() -> None:
+            done["n"] += 1
+            progress.update(task, advance=1)
+            if done["n"] >= total:
+                progress.stop()
+
+        return tick
+
+    return start

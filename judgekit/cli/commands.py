@@ -20,24 +20,52 @@ from judgekit.schemas import SCHEMA_NAMES
     "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True,
     help="table for people; jsonl prints one JSON object per trajectory.",
 )
+@click.option("--judge-model", help="Override the judge model (pinned); recorded in provenance and the cache key.")
+@click.option("--judge-api-base", help="Override the judge's OpenAI-compatible server.")
+@click.option("--judge-api-key-env", help="Override the variable holding the judge's API key.")
+@click.option("--allow-floating", is_flag=True, help="Allow an unpinned judge model; verdicts say so.")
+@click.option("--concurrency", type=click.IntRange(1, 256), help="Judge calls in flight (default: suite's, 8).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Verdict cache (default .judgekit/cache).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
+@click.option("--budget-tokens", type=click.IntRange(1), help="Stop judging cleanly past this many tokens.")
+@click.option("--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop judging cleanly past this cost.")
 @handle_errors
-def run(suite: Path, out: Path | None, fmt: str) -> None:
-    """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml)."""
-    from judgekit.cli._render import print_jsonl, print_table
-    from judgekit.runner import build_record, check_registration, iter_results, now
-    from judgekit.suite import load_suite
+def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, judge_api_key_env, allow_floating,
+        concurrency, cache_dir, no_cache, budget_tokens, budget_usd) -> None:
+    """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml).
+
+    Deterministic axes are scored first; judge axes go through the verdict cache, then the
+    judge. Every verdict is stored the moment it is validated, so an interrupted run resumes
+    without repeating a call.
+    """
+    from judgekit.cli._render import print_jsonl, print_ledger, print_table, progress_factory
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.runner import build_record, check_registration, now
+    from judgekit.scoring import RunOptions, score_suite
+    from judgekit.suite import Budget, load_suite
 
     started = now()
     loaded = load_suite(suite)
     check_registration(loaded)
-    results = []
-    for result in iter_results(loaded):
-        results.append(result)
-        if fmt == "jsonl":
+    budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
+    options = RunOptions(
+        override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
+        allow_floating=allow_floating,
+        concurrency=concurrency,
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
+        budget=budget,
+        progress=progress_factory(),
+    )
+    results, ledger = score_suite(loaded, options)
+    if fmt == "jsonl":
+        for result in results:
             print_jsonl(result)
-    record = build_record(loaded, results, started)
+    record = build_record(loaded, results, started, ledger.as_dict() if ledger else None)
     if fmt == "table":
         print_table(record)
+    if ledger is not None:
+        print_ledger(ledger)
     if out is not None:
         from judgekit._files import write_text_atomically
 
@@ -163,3 +191,82 @@ def rubric_schema() -> None:
     from judgekit.schemas import schema_for
 
     click.echo(json.dumps(schema_for("rubric"), indent=2, sort_keys=True))
+
+
+@main.group()
+def prompt() -> None:
+    """Show exactly what a judge receives."""
+
+
+@prompt.command("show")
+@click.argument("suite", type=click.Path(path_type=Path))
+@click.argument("trajectory_id")
+@click.option("--axis", type=click.Choice(["task_success", "faithfulness"]), required=True)
+@click.option("--show-output", is_flag=True, help="task_success: include the agent's output (off by default).")
+@click.option("--json", "as_json", is_flag=True, help="The messages as JSON, with the template hash.")
+@handle_errors
+def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, as_json: bool) -> None:
+    """Print the judge prompt for TRAJECTORY_ID of SUITE on one axis."""
+    from judgekit.checks.world_state import WorldState
+    from judgekit.errors import InputError
+    from judgekit.prompt import prompt_summary
+    from judgekit.runner import iter_trajectories_of
+    from judgekit.scoring import prompt_for
+    from judgekit.suite import load_suite
+
+    loaded = load_suite(suite)
+    for rubric, item in iter_trajectories_of(loaded):
+        if item.trajectory.id != trajectory_id:
+            continue
+        if getattr(rubric, axis) is None:
+            raise InputError(f"rubric {rubric.ref} has no {axis} section", loaded.rubric_files[rubric.ref])
+        spec = rubric.judge or loaded.suite.judge
+        show = show_output or bool(spec and spec.show_output_for_task_success)
+        built = prompt_for(rubric, axis, item, WorldState(item), show)
+        click.echo(json.dumps(prompt_summary(built), indent=2) if as_json else built.render())
+        return
+    raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
+
+
+@main.group()
+def cache() -> None:
+    """Inspect and clean the verdict cache."""
+
+
+_cache_dir_option = click.option(
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".judgekit/cache"), show_default=True
+)
+
+
+@cache.command("stats")
+@_cache_dir_option
+@handle_errors
+def cache_stats(cache_dir: Path) -> None:
+    """Entries and size on disk."""
+    from judgekit.cache import VerdictCache
+
+    with VerdictCache(cache_dir) as store:
+        click.echo(json.dumps(store.stats(), indent=2))
+
+
+@cache.command("clear")
+@_cache_dir_option
+@handle_errors
+def cache_clear(cache_dir: Path) -> None:
+    """Remove every cached verdict."""
+    from judgekit.cache import VerdictCache
+
+    with VerdictCache(cache_dir) as store:
+        click.echo(f"removed {store.clear()} verdict(s)")
+
+
+@cache.command("prune")
+@_cache_dir_option
+@click.option("--older-than-days", type=click.FloatRange(0), required=True, help="Remove verdicts older than this.")
+@handle_errors
+def cache_prune(cache_dir: Path, older_than_days: float) -> None:
+    """Remove old verdicts and entries of another cache format."""
+    from judgekit.cache import VerdictCache
+
+    with VerdictCache(cache_dir) as store:
+        click.echo(f"removed {store.prune(older_than_days)} verdict(s)")

@@ -1,0 +1,194 @@
+"""The litellm backend: the only module that imports litellm.
+
+One call = one chat completion at temperature 0 with a JSON-schema response format, retried
+with tenacity on transient faults (429 honouring Retry-After, 5xx, timeouts, dropped
+connections) with exponential backoff and jitter, a bounded number of attempts. ``sleep`` is
+injected so tests run retries without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
+
+MAX_RETRY_AFTER_S = 60.0
+
+
+@dataclass
+class CallRequest:
+    model: str
+    messages: list[dict[str, str]]
+    response_format: dict[str, Any] | None
+    temperature: float
+    seed: int
+    max_tokens: int
+    timeout_s: float
+    api_base: str | None = None
+    api_key: str | None = None
+
+
+@dataclass
+class RawReply:
+    content: str | None
+    refusal: str | None
+    reported_model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    attempts: int
+
+
+class CallFailed(Exception):
+    """A call that did not produce a reply: ``reason`` is 'timeout' or 'provider_error'."""
+
+    def __init__(self, reason: str, detail: str, attempts: int):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.attempts = attempts
+
+
+def _litellm():
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+def litellm_version() -> str:
+    from importlib.metadata import version
+
+    return version("litellm")
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    for headers in (
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        if value is None:
+            continue
+        try:
+            return min(max(float(value), 0.0), MAX_RETRY_AFTER_S)
+        except ValueError:
+            continue
+    return None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    litellm = _litellm()
+    transient = (
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        asyncio.TimeoutError,
+    )
+    if isinstance(exc, transient):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and status >= 500
+
+
+def _failure_reason(exc: BaseException) -> str:
+    litellm = _litellm()
+    return "timeout" if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)) else "provider_error"
+
+
+class LitellmBackend:
+    """Calls any provider litellm supports, or an OpenAI-compatible ``api_base``."""
+
+    def __init__(
+        self,
+        *,
+        max_attempts: int = 4,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 20.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ):
+        self.max_attempts = max_attempts
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.sleep = sleep
+        self.rng = rng or random.Random(0)
+
+    def _wait(self, retry_state) -> float:
+        """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""
+        exc = retry_state.outcome.exception()
+        after = _retry_after(exc) if exc is not None else None
+        if after is not None:
+            return after
+        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        return self.rng.uniform(0, cap)
+
+    async def complete(self, request: CallRequest, *, max_attempts: int | None = None) -> RawReply:
+        from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
+
+        litellm = _litellm()
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(max_attempts or self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_is_transient),
+            sleep=self.sleep,
+            reraise=False,
+        )
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "max_tokens": request.max_tokens,
+            "timeout": request.timeout_s,
+            "num_retries": 0,  # tenacity retries, so backoff and Retry-After are ours
+        }
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
+        if request.api_base:
+            kwargs["api_base"] = request.api_base
+        if request.api_key:
+            kwargs["api_key"] = request.api_key
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(**kwargs), timeout=request.timeout_s + 5
+                    )
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            raise CallFailed(_failure_reason(last), f"{type(last).__name__}: {last}"[:500], attempts) from None
+        except Exception as exc:  # noqa: BLE001 - a provider refusing the request (4xx) is not transient
+            raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], attempts) from None
+        return self._reply(response, attempts)
+
+    def _reply(self, response: Any, attempts: int) -> RawReply:
+        litellm = _litellm()
+        message = response.choices[0].message
+        usage = getattr(response, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # noqa: BLE001 - unknown models have no price: cost unknown, not zero
+            cost = None
+        return RawReply(
+            content=message.content,
+            refusal=getattr(message, "refusal", None),
+            reported_model=getattr(response, "model", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cost_usd=cost,
+            attempts=attempts,
+        )

@@ -1,0 +1,271 @@
+"""Running judge calls: cache first, bounded concurrency, a token and cost ledger, a budget.
+
+A job is one (trajectory, axis) verdict. Each validated verdict is written to the cache the
+moment it exists, so a run killed at any point repeats no call whose verdict was written.
+Identical jobs in one run share one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from judgekit._version import __version__
+from judgekit.cache import VerdictCache, cache_key
+from judgekit.judge.backend import CallFailed, CallRequest, LitellmBackend, litellm_version
+from judgekit.judge.spec import JudgeSpec
+from judgekit.prompt import Prompt
+from judgekit.rubric import Rubric
+from judgekit.suite import Budget
+from judgekit.verdict import ANSWERS, JudgeVerdict, Provenance
+
+
+@dataclass(frozen=True)
+class ResolvedJudge:
+    """A judge ready to call: the spec plus where and how to reach the model."""
+
+    spec: JudgeSpec
+    litellm_model: str
+    model_pin: str
+    api_base: str | None = None
+    api_key: str | None = None
+    floating: bool = False
+    override: bool = False
+
+
+@dataclass
+class JudgeJob:
+    rubric: Rubric
+    axis: str
+    prompt: Prompt
+    judge: ResolvedJudge
+
+    @property
+    def response_schema(self) -> dict[str, Any]:
+        return ANSWERS[self.axis].model_json_schema()
+
+    @property
+    def key(self) -> str:
+        return cache_key(
+            {
+                "rubric": self.rubric.ref,
+                "rubric_sha256": self.rubric.sha256(),
+                "axis": self.axis,
+                "template_sha256": self.prompt.template_sha256,
+                "model": self.judge.model_pin,
+                "parameters": self.judge.spec.cache_parameters(),
+                "messages": self.prompt.messages,
+                "response_schema": self.response_schema,
+            }
+        )
+
+
+@dataclass
+class Ledger:
+    """Tokens and cost of a run, from litellm's usage and its offline cost map."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    calls_without_cost: int = 0
+    unscored: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def over(self, budget: Budget | None) -> str | None:
+        if budget is None:
+            return None
+        if budget.max_tokens is not None and self.tokens >= budget.max_tokens:
+            return f"token budget spent ({self.tokens} of {budget.max_tokens})"
+        if budget.max_cost_usd is not None and self.cost_usd >= budget.max_cost_usd:
+            return f"cost budget spent (${self.cost_usd:.4f} of ${budget.max_cost_usd})"
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "calls_without_cost": self.calls_without_cost,
+            "unscored": dict(sorted(self.unscored.items())),
+        }
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}}
+
+
+class JudgeRunner:
+    def __init__(
+        self,
+        *,
+        backend: LitellmBackend | None = None,
+        cache: VerdictCache | None = None,
+        concurrency: int = 8,
+        budget: Budget | None = None,
+        on_done: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.backend = backend or LitellmBackend()
+        self.cache = cache
+        self.concurrency = concurrency
+        self.budget = budget
+        self.ledger = Ledger()
+        self.on_done = on_done
+        self.clock = clock
+        self._in_flight: dict[str, asyncio.Future[JudgeVerdict]] = {}
+        self._versions = (__version__, litellm_version())
+        from judgekit.judge.backend import _litellm
+
+        _litellm()  # import it now (seconds), not inside the first timed call
+
+    async def run(self, jobs: list[JudgeJob]) -> list[JudgeVerdict]:
+        """Verdicts in job order. Workers pull from a queue so memory stays flat for big runs."""
+        results: list[JudgeVerdict | None] = [None] * len(jobs)
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for index in range(len(jobs)):
+            queue.put_nowait(index)
+
+        async def worker() -> None:
+            while True:
+                try:
+                    index = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                results[index] = await self.judge(jobs[index])
+                if self.on_done is not None:
+                    self.on_done()
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(jobs)) or 1)))
+        return [r for r in results if r is not None]
+
+    async def judge(self, job: JudgeJob) -> JudgeVerdict:
+        key = job.key
+        if key in self._in_flight:  # the same question asked twice in one run: one call
+            return await asyncio.shield(self._in_flight[key])
+        future: asyncio.Future[JudgeVerdict] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            verdict = await self._judge(job, key)
+            future.set_result(verdict)
+            return verdict
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        finally:
+            del self._in_flight[key]
+
+    def _provenance(self, job: JudgeJob, key: str, **extra: Any) -> Provenance:
+        judgekit_version, llm_version = self._versions
+        return Provenance(
+            model_pin=job.judge.model_pin,
+            floating=job.judge.floating,
+            override=job.judge.override,
+            parameters=job.judge.spec.cache_parameters(),
+            rubric=job.rubric.ref,
+            rubric_sha256=job.rubric.sha256(),
+            template_sha256=job.prompt.template_sha256,
+            judgekit_version=judgekit_version,
+            litellm_version=llm_version,
+            created_at=datetime.now(timezone.utc),
+            cache_key=key,
+            **extra,
+        )
+
+    def _unscored(self, job: JudgeJob, key: str, reason: str, detail: str, **extra: Any) -> JudgeVerdict:
+        self.ledger.unscored[reason] = self.ledger.unscored.get(reason, 0) + 1
+        return JudgeVerdict(
+            axis=job.axis, status="unscored", unscored_reason=reason, detail=detail[:1000],
+            provenance=self._provenance(job, key, **extra),
+        )
+
+    async def _judge(self, job: JudgeJob, key: str) -> JudgeVerdict:
+        if self.cache is not None and (cached := self.cache.get(key)) is not None:
+            self.ledger.cache_hits += 1
+            cached.provenance.cache_hit = True
+            cached.provenance.attempts = 0
+            return cached
+        if (spent := self.ledger.over(self.budget)) is not None:
+            return self._unscored(job, key, "budget", spent)
+
+        spec = job.judge.spec
+        request = CallRequest(
+            model=job.judge.litellm_model,
+            messages=job.prompt.messages,
+            response_format=response_format(job.response_schema),
+            temperature=spec.temperature,
+            seed=spec.seed,
+            max_tokens=spec.max_tokens,
+            timeout_s=spec.timeout_s,
+            api_base=job.judge.api_base,
+            api_key=job.judge.api_key,
+        )
+        started = self.clock()
+        attempts = prompt_tokens = completion_tokens = 0
+        cost: float | None = 0.0
+        problem = ""
+        for _ in range(1 + spec.invalid_reply_retries):
+            try:
+                reply = await self.backend.complete(request, max_attempts=spec.max_attempts)
+            except CallFailed as failed:
+                attempts += failed.attempts
+                self.ledger.calls += failed.attempts
+                return self._unscored(job, key, failed.reason, failed.detail, attempts=attempts,
+                                      latency_s=self.clock() - started)
+            attempts += reply.attempts
+            self.ledger.calls += reply.attempts
+            self.ledger.prompt_tokens += reply.prompt_tokens
+            self.ledger.completion_tokens += reply.completion_tokens
+            prompt_tokens += reply.prompt_tokens
+            completion_tokens += reply.completion_tokens
+            if reply.cost_usd is None:
+                self.ledger.calls_without_cost += 1
+                cost = None
+            else:
+                self.ledger.cost_usd += reply.cost_usd
+                cost = None if cost is None else cost + reply.cost_usd
+            usage = {
+                "reported_model": reply.reported_model,
+                "model_mismatch": _mismatch(job.judge, reply.reported_model),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost_usd": cost,
+                "attempts": attempts,
+            }
+            if reply.refusal or (reply.content is None and reply.refusal is not None):
+                return self._unscored(job, key, "refusal", reply.refusal or "refused",
+                                      latency_s=self.clock() - started, **usage)
+            try:
+                answer = ANSWERS[job.axis].model_validate(json.loads(reply.content or ""))
+            except (json.JSONDecodeError, ValidationError) as exc:
+                problem = f"{type(exc).__name__}: {str(exc)[:300]}"
+                continue
+            verdict = JudgeVerdict(
+                axis=job.axis, status="scored", answer=answer.model_dump(mode="json"),
+                provenance=self._provenance(job, key, latency_s=self.clock() - started, **usage),
+            )
+            if self.cache is not None:
+                self.cache.put(key, verdict)
+            return verdict
+        return self._unscored(job, key, "parse_failure", problem, latency_s=self.clock() - started, **usage)
+
+
+def _mismatch(judge: ResolvedJudge, reported: str | None) -> bool:
+    """The API reported another model than the pin (providers may add a prefix or suffix)."""
+    if reported is None or judge.model_pin.startswith("local/"):
+        return False
+    pinned = judge.model_pin.rsplit("/", 1)[-1]
+    return pinned not in reported and reported.rsplit("/", 1)[-1] not in pinned

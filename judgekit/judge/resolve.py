@@ -1,0 +1,78 @@
+"""Turn judge specs (suite, rubric, command line) into judges ready to call."""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from judgekit.errors import ConfigError
+from judgekit.judge.jobs import ResolvedJudge
+from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, check_pinned
+
+
+@dataclass(frozen=True)
+class JudgeOverride:
+    """``--judge-model``, ``--judge-api-base``, ``--judge-api-key-env``: part of provenance and the cache key."""
+
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return any((self.model, self.api_base, self.api_key_env))
+
+
+class JudgeResolver:
+    """Resolves specs once per run; starts the embedded local judge at most once."""
+
+    def __init__(self, stack: ExitStack, *, override: JudgeOverride, allow_floating: bool, environ=os.environ):
+        self._stack = stack
+        self._override = override
+        self._allow_floating = allow_floating
+        self._environ = environ
+        self._local = None
+        self._resolved: dict[str, ResolvedJudge] = {}
+
+    def resolve(self, spec: JudgeSpec) -> ResolvedJudge:
+        if self._override.active:
+            spec = spec.model_copy(
+                update={
+                    k: v
+                    for k, v in {"model": self._override.model, "api_base": self._override.api_base,
+                                 "api_key_env": self._override.api_key_env}.items()
+                    if v is not None
+                }
+            )
+        cache_key = spec.model_dump_json()
+        if cache_key not in self._resolved:
+            self._resolved[cache_key] = self._resolve(spec)
+        return self._resolved[cache_key]
+
+    def _resolve(self, spec: JudgeSpec) -> ResolvedJudge:
+        if spec.model == LOCAL_MODEL:
+            server = self._local_server()
+            return ResolvedJudge(spec=spec, litellm_model=server.litellm_model, model_pin=server.model_pin,
+                                 api_base=server.api_base, api_key=server.api_key, override=self._override.active)
+        floating = check_pinned(spec.model, allow_floating=self._allow_floating)
+        api_key = None
+        if spec.api_key_env:
+            api_key = self._environ.get(spec.api_key_env)
+            if not api_key:
+                raise ConfigError(f"the judge's API key variable {spec.api_key_env} is not set")
+        elif spec.api_base:
+            # Never let a provider key from the environment travel to a third-party server.
+            api_key = "not-needed"
+        litellm_model = spec.model.split("@sha256:")[0]
+        if spec.api_base and "/" not in litellm_model:
+            litellm_model = "openai/" + litellm_model  # an OpenAI-compatible server
+        return ResolvedJudge(spec=spec, litellm_model=litellm_model, model_pin=spec.model, api_base=spec.api_base,
+                             api_key=api_key, floating=floating, override=self._override.active)
+
+    def _local_server(self):
+        if self._local is None:
+            from judgekit.judge.local import LocalJudgeServer
+
+            self._local = self._stack.enter_context(LocalJudgeServer())
+        return self._local

@@ -1,0 +1,108 @@
+"""Score a whole suite: deterministic axes, then judge axes through the cache and the judge."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache
+from judgekit.checks.faithfulness import faithfulness_from_verdict, task_success_with_verdict
+from judgekit.checks.world_state import WorldState
+from judgekit.errors import ConfigError, InputError
+from judgekit.judge.backend import LitellmBackend
+from judgekit.judge.jobs import JudgeJob, JudgeRunner, Ledger
+from judgekit.judge.resolve import JudgeOverride, JudgeResolver
+from judgekit.prompt import Evidence, build_prompt
+from judgekit.results import TrajectoryResult
+from judgekit.rubric import Rubric
+from judgekit.runner import iter_trajectories_of, score_deterministic
+from judgekit.suite import Budget, LoadedSuite
+from judgekit.trajectory import LoadedTrajectory
+
+
+@dataclass
+class RunOptions:
+    override: JudgeOverride = field(default_factory=JudgeOverride)
+    allow_floating: bool = False
+    concurrency: int | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    budget: Budget | None = None
+    backend: LitellmBackend | None = None
+    progress: Callable[[int], Callable[[], None]] | None = None  # total -> per-verdict tick
+
+
+@dataclass
+class _Pending:
+    result: TrajectoryResult
+    axis: str
+    job: JudgeJob
+    evidence: Evidence
+
+
+def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: WorldState, show_output: bool):
+    criteria = getattr(rubric, axis)
+    diff = None
+    if axis == "task_success" and world.present:
+        diff = world.diff
+    return build_prompt(axis, criteria.guide, loaded.trajectory, diff, show_output=show_output)
+
+
+def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple[list[TrajectoryResult], Ledger | None]:
+    options = options or RunOptions()
+    suite = loaded.suite
+    results: list[TrajectoryResult] = []
+    pending: list[_Pending] = []
+    with ExitStack() as stack:
+        resolver = JudgeResolver(stack, override=options.override, allow_floating=options.allow_floating or suite.allow_floating)
+        for rubric, item in iter_trajectories_of(loaded):
+            world = WorldState(item)
+            result = score_deterministic(rubric, item, world)
+            results.append(result)
+            for axis in rubric.judged_axes():
+                if axis in result.axes and result.axes[axis].status == "error":
+                    continue  # bad input already recorded; nothing to judge
+                spec = rubric.judge or suite.judge
+                if spec is None and options.override.model:
+                    from judgekit.judge.spec import JudgeSpec
+
+                    spec = JudgeSpec(model=options.override.model)
+                if spec is None:
+                    raise ConfigError(
+                        f"rubric {rubric.ref} needs a judge for {axis} but none is configured: add `judge:` "
+                        "to the suite or the rubric, or pass --judge-model"
+                    )
+                judge = resolver.resolve(spec)
+                try:
+                    prompt = prompt_for(rubric, axis, item, world, spec.show_output_for_task_success)
+                except InputError as exc:
+                    from judgekit.results import TaskSuccessResult
+
+                    result.axes[axis] = TaskSuccessResult(status="error", error=str(exc))
+                    continue
+                pending.append(_Pending(result, axis, JudgeJob(rubric, axis, prompt, judge), prompt.evidence))
+        if not pending:
+            return results, None
+        cache = None
+        if options.use_cache:
+            cache_dir = options.cache_dir or (Path(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR)
+            if suite.cache_dir and not options.cache_dir:
+                cache_dir = loaded.resolve(suite.cache_dir)
+            cache = stack.enter_context(VerdictCache(cache_dir))
+        runner = JudgeRunner(
+            backend=options.backend,
+            cache=cache,
+            concurrency=options.concurrency or suite.concurrency,
+            budget=options.budget or suite.budget,
+            on_done=options.progress(len(pending)) if options.progress else None,
+        )
+        verdicts = asyncio.run(runner.run([p.job for p in pending]))
+    for item, verdict in zip(pending, verdicts):
+        if item.axis == "faithfulness":
+            item.result.axes["faithfulness"] = faithfulness_from_verdict(verdict, item.evidence)
+        else:
+            item.result.axes["task_success"] = task_success_with_verdict(item.result.axes["task_success"], verdict)
+    return results, runner.ledger

@@ -1,0 +1,86 @@
+"""Judge verdicts: what the judge must answer (per axis), and the records judgekit keeps.
+
+The judge answers in a JSON schema; a reply that does not validate is ``unscored`` with a
+reason, never pass and never fail. Every verdict carries its provenance.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VERDICT_FORMAT_VERSION = 1
+UnscoredReason = Literal["parse_failure", "refusal", "timeout", "budget", "provider_error"]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskSuccessAnswer(_Answer):
+    """The judge's answer on task success: from the task and the end-state diff."""
+
+    reasons: list[str] = Field(description="Why, one short sentence each, citing the diff.")
+    verdict: Literal["pass", "fail"] = Field(description="Did the world end up as the task asked?")
+
+
+class Evidence(_Answer):
+    id: str = Field(description="An evidence id from the prompt: R<n> for a tool result, C<n> for context.")
+    quote: str = Field(description="A short exact quote from that evidence that supports the claim.")
+
+
+class Claim(_Answer):
+    claim: str = Field(description="One atomic claim made in the agent's output.")
+    supported: bool = Field(description="True only when the evidence states the claim.")
+    evidence: list[Evidence] = Field(description="Citations; empty when unsupported.")
+
+
+class FaithfulnessAnswer(_Answer):
+    """The judge's answer on faithfulness: every claim with its evidence."""
+
+    claims: list[Claim] = Field(description="Every atomic claim in the output.")
+
+
+ANSWERS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "faithfulness": FaithfulnessAnswer}
+
+
+class Provenance(BaseModel):
+    """Everything needed to reproduce or challenge a verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_pin: str = Field(description="The model as pinned in the spec (or the override).")
+    reported_model: str | None = Field(None, description="The model the API reported back.")
+    model_mismatch: bool = Field(False, description="The reported model differs from the pin.")
+    floating: bool = Field(False, description="The model is not a pinned snapshot (allowed by the suite).")
+    override: bool = Field(False, description="The judge was overridden from the command line.")
+    parameters: dict[str, Any] = Field(description="temperature, seed, max_tokens.")
+    rubric: str = Field(description="id@version.")
+    rubric_sha256: str = Field(description="Canonical hash of the rubric.")
+    template_sha256: str = Field(description="Hash of the prompt template.")
+    judgekit_version: str
+    litellm_version: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = Field(None, description="From litellm's offline cost map; None when unknown.")
+    cache_hit: bool = False
+    attempts: int = Field(0, description="Calls made for this verdict (0 on a cache hit).")
+    latency_s: float = Field(0.0, description="Wall time spent getting it.")
+    created_at: datetime
+    cache_key: str = Field(description="sha256 of everything that can change the verdict.")
+
+
+class JudgeVerdict(BaseModel):
+    """One judge verdict, validated, or unscored with a reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = VERDICT_FORMAT_VERSION
+    axis: Literal["task_success", "faithfulness"]
+    status: Literal["scored", "unscored"]
+    unscored_reason: UnscoredReason | None = None
+    detail: str | None = Field(None, description="What went wrong, for unscored verdicts.")
+    answer: dict[str, Any] | None = Field(None, description="The validated answer.")
+    provenance: Provenance
