@@ -165,7 +165,11 @@ class RepeatsReport(BaseModel):
     unstable_ids: list[str] = Field(description="Trajectory ids with at least one unstable unit, sorted.")
 
 
-def repeats_report(units: dict[tuple[str, str], tuple[Sequence[JudgeVerdictRecord], Aggregated]]) -> RepeatsReport | None:
+Units = dict[tuple[str, str], tuple[Sequence[JudgeVerdictRecord], Aggregated]]
+"""(trajectory_id, order or "") -> the unit's records and their aggregate."""
+
+
+def repeats_report(units: Units) -> RepeatsReport | None:
     """None when no unit has more than one record (no repeats were run)."""
     if not any(len(recs) > 1 for recs, _ in units.values()):
         return None
@@ -214,7 +218,7 @@ def coverage_fields(
     labels: Sequence[Label],
     kind: ItemKind,
     threshold: float,
-    units: dict[tuple[str, str], tuple[Sequence[JudgeVerdictRecord], Aggregated]],
+    units: Units,
 ) -> dict[str, object]:
     return {
         "axis": axis,

@@ -58,7 +58,7 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
     if len(a) == 0:
         return None
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore")  # sklearn warns about a single shared class; we return None
         value = float(cohen_kappa_score(list(a), list(b)))
     return value if math.isfinite(value) else None
 

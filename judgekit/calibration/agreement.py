@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from functools import partial
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
@@ -38,14 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import rankdata, spearmanr
 
 from judgekit.calibration._aggregate import (
-    Aggregated,
     AxisCoverage,
     Reference,
+    Units,
     aggregate,
     coverage_fields,
-    inter_annotator,
     reference_labels,
-    repeats_report,
 )
 from judgekit.calibration._bootstrap import CONFIDENCE, Metric, bootstrap, metric, point, ratio, rng_for
 from judgekit.calibration._stats import binary_cells, binary_metrics, cohen_kappa
@@ -120,7 +119,9 @@ class AgreementReport(BaseModel):
     n_unmatched_verdicts: int = Field(description="Verdicts whose (trajectory, axis) has no label.")
     unmatched_verdict_ids: list[str] = Field(description="Their trajectory ids, sorted.")
 
-    def section(self, axis: str, kind: ItemKind | None = None) -> BinaryAxisReport | GradedAxisReport | PairwiseAxisReport:
+    def section(
+        self, axis: str, kind: ItemKind | None = None
+    ) -> BinaryAxisReport | GradedAxisReport | PairwiseAxisReport:
         """The section for ``axis`` (and ``kind`` when an axis has several); KeyError if absent."""
         found = [s for s in self.axes if s.axis == axis and (kind is None or s.kind == kind)]
         if len(found) != 1:
@@ -179,19 +180,19 @@ def _spearman_point(x: np.ndarray, y: np.ndarray) -> float | None:
 
 def _single_order_section(
     axis: str,
-    kind: ItemKind,
     refs: Sequence[Reference],
     tied: list[str],
     records: dict[str, list[JudgeVerdictRecord]],
     labels: Sequence[Label],
     *,
+    kind: ItemKind,
     seed: int,
     n_boot: int,
     threshold: float,
 ) -> BinaryAxisReport | GradedAxisReport:
     missing: list[str] = []
     unscored: list[str] = []
-    units: dict[tuple[str, str], tuple[Sequence[JudgeVerdictRecord], Aggregated]] = {}
+    units: Units = {}
     human_vals: list[str | float] = []
     judge_vals: list[str | float] = []
     for ref in refs:
@@ -291,13 +292,10 @@ def agreement(
         section_refs = sorted(sections[(axis, kind)], key=lambda r: r.trajectory_id)
         tied = refs.tied.get((axis, kind), [])
         records = {r.trajectory_id: by_item.get((r.trajectory_id, axis), []) for r in section_refs}
-        common = dict(seed=seed, n_boot=n_boot, threshold=threshold)
-        if kind == "pairwise":
-            out.append(pairwise_report(axis, section_refs, tied, records, labels_by_section[(axis, kind)], **common))
-        else:
-            out.append(
-                _single_order_section(axis, kind, section_refs, tied, records, labels_by_section[(axis, kind)], **common)
-            )
+        build = pairwise_report if kind == "pairwise" else partial(_single_order_section, kind=kind)
+        section_labels = labels_by_section[(axis, kind)]
+        options = {"seed": seed, "n_boot": n_boot, "threshold": threshold}
+        out.append(build(axis, section_refs, tied, records, section_labels, **options))
     return AgreementReport(
         judge=judge,
         seed=seed,

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit.calibration._aggregate import Aggregated, AxisCoverage, Reference, aggregate, coverage_fields
+from judgekit.calibration._aggregate import Aggregated, AxisCoverage, Reference, Units, aggregate, coverage_fields
 from judgekit.calibration._bootstrap import Metric, bootstrap, metric, ratio, rng_for
 from judgekit.calibration._stats import binary_cells, cohen_kappa, kappa_from_cells
 from judgekit.calibration.labels import Label
@@ -95,7 +95,7 @@ def pairwise_report(
 ) -> PairwiseAxisReport:
     missing: list[str] = []
     unscored: list[str] = []
-    units: dict[tuple[str, str], tuple[Sequence[JudgeVerdictRecord], Aggregated]] = {}
+    units: Units = {}
     human_list: list[int] = []
     code_lists: dict[Order, list[int]] = {o: [] for o in ORDERS}
     for ref in refs:

@@ -18,7 +18,7 @@ Conversion:
 - ``verdicts-<model>-<prompt>.jsonl`` per evaluator, judge ``<model>/<prompt>``: two verdicts per
   item, order ``original`` (swap = False) and ``swapped`` (swap = True), each naming the chosen
   answer by its original label; a null winner becomes an unscored verdict (reason
-  ``unparsed_reply``).
+  ``parse_failure``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_a
         if choice is None:
             raise InputError(f"item {i}: label is {item.get('label')!r}, expected 1 or 2", path)
         labels.append(
-            Label(trajectory_id=tid, axis=AXIS, label=choice, labeler=LABELER, labeled_at=labeled_at, item_kind="pairwise")
+            Label(
+                trajectory_id=tid, axis=AXIS, label=choice, labeler=LABELER, labeled_at=labeled_at, item_kind="pairwise"
+            )
         )
     return labels
 
@@ -82,19 +84,18 @@ def _verdicts(
     verdicts = []
     for i, (item, res, tid) in enumerate(zip(dataset, results, ids, strict=True)):
         if any(res.get(k) != item.get(k) for k in ("input", "output_1", "output_2", "label")):
-            raise InputError(f"item {i} differs from dataset.json item {i}; results must follow the dataset order", path)
+            raise InputError(f"item {i} differs from dataset.json item {i}; results follow the dataset order", path)
         runs = res.get("results")
         last = runs[-1] if isinstance(runs, list) and runs else None
         if not isinstance(last, dict) or any(key not in last for _, key in _SWAP_KEYS):
             raise InputError(f'item {i}: results[-1] lacks "swap = False"/"swap = True"', path)
         for order, key in _SWAP_KEYS:
             winner = last[key].get("winner") if isinstance(last[key], dict) else None
+            common = {"trajectory_id": tid, "axis": AXIS, "judge": judge, "order": order}
             if winner is None:
-                rec = JudgeVerdictRecord(
-                    trajectory_id=tid, axis=AXIS, judge=judge, order=order, unscored_reason="unparsed_reply"
-                )
+                rec = JudgeVerdictRecord(**common, unscored_reason="parse_failure")
             elif str(winner) in _CHOICE:
-                rec = JudgeVerdictRecord(trajectory_id=tid, axis=AXIS, judge=judge, order=order, verdict=_CHOICE[str(winner)])
+                rec = JudgeVerdictRecord(**common, verdict=_CHOICE[str(winner)])
             else:
                 raise InputError(f"item {i} ({key}): winner is {winner!r}, expected \"1\", \"2\" or null", path)
             verdicts.append(rec)
