@@ -3,12 +3,13 @@
 ``agreement(labels, verdicts)`` matches verdicts to labels by (trajectory_id, axis) and reports
 each (axis, item kind) apart:
 
-- binary items: n, base rate (share of human "pass"), accuracy, Cohen's kappa (scikit-learn),
-  TPR (= recall: judge pass among human pass), TNR, precision, the confusion matrix (tp, fp,
-  fn, tn with "pass" as positive); ``GradedAxisReport``/``PairwiseAxisReport`` for the others.
-- graded items: Spearman correlation (scipy), mean absolute error, and the binary statistics
-  after binarising both sides at ``threshold`` (pass when score >= threshold).
-- pairwise items: see ``judgekit.calibration.pairwise``.
+- binary items (``BinaryAxisReport``): n, base rate (share of human "pass"), accuracy, Cohen's
+  kappa (scikit-learn), TPR (= recall: judge pass among human pass), TNR, precision and the
+  confusion matrix (tp, fp, fn, tn; "pass" is positive), raw counts always.
+- graded items (``GradedAxisReport``): Spearman correlation (scipy), mean absolute error, and
+  the binary statistics after binarising both sides at ``threshold`` (pass when score >=
+  threshold). Inter-annotator kappa on graded items uses the same binarisation.
+- pairwise items (``PairwiseAxisReport``): see ``judgekit.calibration.pairwise``.
 
 Rules, all visible in the report rather than applied silently:
 
@@ -21,6 +22,8 @@ Rules, all visible in the report rather than applied silently:
 - Repeats (verdicts with distinct ``repeat``): the maths uses the majority verdict, a tie going
   to the lowest-numbered scored repeat (graded: the mean score); flip rate and unstable ids are
   in ``repeats``.
+- Inter-annotator agreement: Cohen's kappa for two labelers, Fleiss' for more, on the items
+  every labeler of the axis labelled.
 - Intervals: seeded percentile bootstrap over items (``judgekit.calibration._bootstrap``);
   resamples on which a statistic is undefined are left out and counted in ``n_degenerate``.
 - Verdicts must come from one judge: calibrate judges one at a time.
@@ -30,8 +33,8 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from functools import partial
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Annotated, Literal
 
 import numpy as np
