@@ -16,7 +16,7 @@ from judgekit.errors import InputError
 from judgekit.lock import read_lock, verify
 from judgekit.results import TaskSuccessResult, ToolCorrectnessResult, TrajectoryResult
 from judgekit.rubric import Rubric
-from judgekit.suite import LoadedSuite
+from judgekit.suite import GatePolicy, LoadedSuite
 from judgekit.trajectory import LoadedTrajectory, iter_trajectories
 
 RUN_FORMAT_VERSION = 1
@@ -103,6 +103,8 @@ class RunRecord(BaseModel):
     rubrics: dict[str, dict[str, Any]] = Field(description="id@version -> sha256 and file.")
     summary: dict[str, AxisSummary] = Field(description="Axis -> summary.")
     ledger: dict[str, Any] | None = Field(None, description="Judge calls, cache hits, tokens and cost of the run.")
+    gate: GatePolicy = Field(default_factory=GatePolicy, description="The suite's gate policy at run time.")
+    calibration_dir: str | None = Field(None, description="Where the suite's approval records live.")
     results: list[TrajectoryResult] = Field(description="One record per trajectory.")
 
 
@@ -132,6 +134,8 @@ def build_record(
 ) -> RunRecord:
     return RunRecord(
         ledger=ledger,
+        gate=loaded.suite.gate,
+        calibration_dir=str(loaded.resolve(loaded.suite.calibration_dir)),
         suite=loaded.suite.name,
         suite_path=str(loaded.path),
         judgekit_version=__version__,

@@ -19,6 +19,10 @@ _MODELS = {
     "result": "judgekit.results:TrajectoryResult",
     "run": "judgekit.runner:RunRecord",
     "lock": "judgekit.lock:LockFile",
+    "labels": "judgekit.calibration.labels:Label",
+    "verdicts": "judgekit.calibration.verdicts:JudgeVerdictRecord",
+    "approval": "judgekit.calibration.approval:ApprovalRecord",
+    "judge-verdict": "judgekit.verdict:JudgeVerdict",
 }
 SCHEMA_NAMES = tuple(_MODELS)
 

@@ -33,6 +33,8 @@ class RunOptions:
     budget: Budget | None = None
     backend: LitellmBackend | None = None
     progress: Callable[[int], Callable[[], None]] | None = None  # total -> per-verdict tick
+    only_ids: set[str] | None = None  # calibration: just the labelled trajectories
+    repeats: int = 1  # calibration: ask each judge question this many times (flip rate)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class _Pending:
     axis: str
     job: JudgeJob
     evidence: Evidence
+    repeat: int = 0
 
 
 def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: WorldState, show_output: bool):
@@ -52,6 +55,15 @@ def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: World
 
 
 def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple[list[TrajectoryResult], Ledger | None]:
+    """Results in suite order (repeat 0), and the judge ledger (None when nothing was judged)."""
+    results, ledger, _ = score_suite_with_repeats(loaded, options)
+    return results, ledger
+
+
+def score_suite_with_repeats(
+    loaded: LoadedSuite, options: RunOptions | None = None
+) -> tuple[list[TrajectoryResult], Ledger | None, dict[tuple[str, str, int], object]]:
+    """Like score_suite, plus every repeat's axis result keyed by (trajectory id, axis, repeat)."""
     options = options or RunOptions()
     suite = loaded.suite
     results: list[TrajectoryResult] = []
@@ -59,6 +71,8 @@ def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple
     with ExitStack() as stack:
         resolver = JudgeResolver(stack, override=options.override, allow_floating=options.allow_floating or suite.allow_floating)
         for rubric, item in iter_trajectories_of(loaded):
+            if options.only_ids is not None and item.trajectory.id not in options.only_ids:
+                continue
             world = WorldState(item)
             result = score_deterministic(rubric, item, world)
             results.append(result)
@@ -83,9 +97,10 @@ def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple
 
                     result.axes[axis] = TaskSuccessResult(status="error", error=str(exc))
                     continue
-                pending.append(_Pending(result, axis, JudgeJob(rubric, axis, prompt, judge), prompt.evidence))
+                for repeat in range(options.repeats):
+                    pending.append(_Pending(result, axis, JudgeJob(rubric, axis, prompt, judge, repeat), prompt.evidence, repeat))
         if not pending:
-            return results, None
+            return results, None, {}
         cache = None
         if options.use_cache:
             cache_dir = options.cache_dir or (Path(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR)
@@ -100,9 +115,13 @@ def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple
             on_done=options.progress(len(pending)) if options.progress else None,
         )
         verdicts = asyncio.run(runner.run([p.job for p in pending]))
+    repeats: dict[tuple[str, str, int], object] = {}
     for item, verdict in zip(pending, verdicts):
         if item.axis == "faithfulness":
-            item.result.axes["faithfulness"] = faithfulness_from_verdict(verdict, item.evidence)
+            axis_result = faithfulness_from_verdict(verdict, item.evidence)
         else:
-            item.result.axes["task_success"] = task_success_with_verdict(item.result.axes["task_success"], verdict)
-    return results, runner.ledger
+            axis_result = task_success_with_verdict(item.result.axes["task_success"], verdict)
+        repeats[(item.result.trajectory_id, item.axis, item.repeat)] = axis_result
+        if item.repeat == 0:
+            item.result.axes[item.axis] = axis_result
+    return results, runner.ledger, repeats

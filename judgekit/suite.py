@@ -28,11 +28,37 @@ class TrajectorySet(BaseModel):
     rubric: str = Field(description="The rubric applied to every trajectory in it: 'id' or 'id@version'.")
 
 
+class ApprovalThresholds(BaseModel):
+    """What a judge must reach, per axis, before it may gate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_kappa: float = Field(0.6, ge=-1, le=1, description="Cohen's kappa, judge vs human, at least this.")
+    min_items: int = Field(20, ge=1, description="Labelled items per axis with a verdict, at least this many.")
+
+
 class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_tokens: int | None = Field(None, gt=0, description="Prompt + completion tokens for the run.")
     max_cost_usd: float | None = Field(None, gt=0, description="Dollars for the run (litellm's cost map).")
+
+
+class GatePolicy(BaseModel):
+    """What a run must reach to pass the gate. Judge axes count only with an approved judge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_task_success_rate: float = Field(1.0, ge=0, le=1, description="Share of trajectories that must pass.")
+    min_tool_correctness: float = Field(1.0, ge=0, le=1, description="Mean tool-correctness score at least this.")
+    min_faithfulness: float = Field(1.0, ge=0, le=1, description="Mean faithfulness score at least this.")
+    max_unscored_rate: float = Field(
+        0.1, ge=0, le=1, description="A gating judge axis with more unscored verdicts than this fails the gate."
+    )
+
+    def minimum(self, axis: str) -> float:
+        return {"task_success": self.min_task_success_rate, "tool_correctness": self.min_tool_correctness,
+                "faithfulness": self.min_faithfulness}[axis]
 
 
 class Suite(BaseModel):
@@ -58,6 +84,13 @@ class Suite(BaseModel):
     concurrency: int = Field(8, ge=1, le=256, description="Judge calls in flight at once.")
     cache_dir: str | None = Field(None, description="Verdict cache folder (default .judgekit/cache in the working directory).")
     budget: Budget | None = Field(None, description="Stop judging cleanly past this many tokens or dollars.")
+    gate: GatePolicy = Field(default_factory=GatePolicy, description="What `judgekit gate` requires.")
+    calibration_dir: str = Field(
+        "calibration", description="Where labels and approval records live, relative to the suite file."
+    )
+    approval: ApprovalThresholds = Field(
+        default_factory=lambda: ApprovalThresholds(), description="What a judge must reach to gate."
+    )
 
 
 @dataclass

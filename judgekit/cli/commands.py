@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import EXIT_INPUT, handle_errors, main
+from judgekit.cli import EXIT_INPUT, EXIT_INTERNAL as EXIT_GATE_FAILED, handle_errors, main
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 
@@ -29,9 +29,10 @@ from judgekit.schemas import SCHEMA_NAMES
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop judging cleanly past this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop judging cleanly past this cost.")
+@click.option("--gate", "apply_gate", is_flag=True, help="Then gate the run: exit 1 when it fails (see `judgekit gate`).")
 @handle_errors
 def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, judge_api_key_env, allow_floating,
-        concurrency, cache_dir, no_cache, budget_tokens, budget_usd) -> None:
+        concurrency, cache_dir, no_cache, budget_tokens, budget_usd, apply_gate) -> None:
     """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml).
 
     Deterministic axes are scored first; judge axes go through the verdict cache, then the
@@ -75,6 +76,14 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         click.echo(f"judgekit: error: {result.trajectory_id} {axis.axis}: {axis.error}", err=True)
     if errors:
         sys.exit(EXIT_INPUT)
+    if apply_gate:
+        from judgekit.cli.calibration_cmd import print_gate
+        from judgekit.gate import gate
+
+        report = gate(record)
+        print_gate(report)
+        if not report.passed:
+            sys.exit(EXIT_GATE_FAILED)
 
 
 @main.command()
@@ -270,3 +279,4 @@ def cache_prune(cache_dir: Path, older_than_days: float) -> None:
 
     with VerdictCache(cache_dir) as store:
         click.echo(f"removed {store.prune(older_than_days)} verdict(s)")
+from judgekit.cli import calibration_cmd as _calibration_cmd  # noqa: E402,F401

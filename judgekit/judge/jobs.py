@@ -46,6 +46,7 @@ class JudgeJob:
     axis: str
     prompt: Prompt
     judge: ResolvedJudge
+    repeat: int = 0  # calibration --repeats: the same input asked again under its own key
 
     @property
     def response_schema(self) -> dict[str, Any]:
@@ -53,8 +54,10 @@ class JudgeJob:
 
     @property
     def key(self) -> str:
+        repeat = {"repeat": self.repeat} if self.repeat else {}
         return cache_key(
             {
+                **repeat,
                 "rubric": self.rubric.ref,
                 "rubric_sha256": self.rubric.sha256(),
                 "axis": self.axis,

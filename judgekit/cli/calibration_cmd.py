@@ -1,0 +1,177 @@
+"""Commands: calibrate, agreement, gate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from judgekit.cli import EXIT_INPUT, EXIT_INTERNAL, handle_errors, main
+
+
+def _m(metric) -> str:
+    """A metric with its interval, for people."""
+    if metric is None or metric.value is None:
+        return "n/a"
+    if metric.low is None:
+        return f"{metric.value:.3f}"
+    return f"{metric.value:.3f} [{metric.low:.3f}, {metric.high:.3f}]"
+
+
+def print_agreement(report) -> None:
+    for section in report.axes:
+        head = f"{section.axis} ({section.kind}): n={section.n}"
+        extras = []
+        if section.n_unscored:
+            extras.append(f"{section.n_unscored} unscored")
+        if section.n_missing:
+            extras.append(f"{section.n_missing} without verdict")
+        if section.n_tied:
+            extras.append(f"{section.n_tied} tied labels left out")
+        click.echo(head + (f" ({', '.join(extras)})" if extras else ""))
+        if section.kind == "pairwise":
+            for order, stats in section.orders.items():
+                click.echo(f"  order {order}: accuracy {_m(stats.accuracy)} ({stats.n_correct}/{stats.n}), kappa vs human {_m(stats.kappa_vs_human)}")
+            click.echo(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
+            click.echo(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
+            click.echo(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
+            click.echo(f"  kappa between orders {_m(section.kappa_between_orders)}")
+        else:
+            stats = section if section.kind == "binary" else section.binarised
+            if section.kind == "graded":
+                click.echo(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
+            c = stats.confusion
+            click.echo(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
+            click.echo(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
+            click.echo(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
+        if section.inter_annotator is not None:
+            ia = section.inter_annotator
+            click.echo(f"  inter-annotator ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {ia.kappa}")
+        if section.repeats is not None:
+            r = section.repeats
+            click.echo(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {', '.join(r.unstable_ids) or 'none'}")
+
+
+@main.command()
+@click.argument("suite", type=click.Path(path_type=Path))
+@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="labels.jsonl")
+@click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True, help="Ask each question K times (flip rate).")
+@click.option("--compare", is_flag=True, help="Also print mean human vs mean judge score on the sample.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Graded scores >= this count as pass.")
+@click.option("--judge-model", help="Calibrate this judge instead of the suite's.")
+@click.option("--judge-api-base")
+@click.option("--judge-api-key-env")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the agreement report(s) as JSON.")
+@handle_errors
+def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model, judge_api_base, judge_api_key_env, cache_dir, out) -> None:
+    """Measure the suite's judge against human labels and record whether it may gate.
+
+    Writes calibration/<rubric-id>/approvals/<fingerprint>.json. Exit 0 when every judged axis
+    is approved, 1 when one is refused or drifted.
+    """
+    from judgekit.calibration.calibrate import calibrate as run_calibration
+    from judgekit.cli._render import progress_factory
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.scoring import RunOptions
+    from judgekit.suite import load_suite
+
+    loaded = load_suite(suite)
+    options = RunOptions(
+        override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env), cache_dir=cache_dir,
+        repeats=repeats, progress=progress_factory(),
+    )
+    outcomes = run_calibration(
+        loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir), options=options,
+        thresholds=loaded.suite.approval, seed=seed, threshold=threshold,
+    )
+    ok = True
+    for outcome in outcomes:
+        record = outcome.record
+        click.echo(f"== {outcome.rubric}: judge {record.judge.model_pin} (fingerprint {record.fingerprint[:12]})")
+        print_agreement(outcome.report)
+        for axis, decision in record.axes.items():
+            ok &= decision.decision == "approved"
+            click.echo(f"  {axis}: {decision.decision.upper()}: {'; '.join(decision.reasons)}")
+            if compare:
+                click.echo(f"  {axis}: mean human {decision.mean_human}, mean judge {decision.mean_judge} on {decision.n} items")
+        for drift in record.drift:
+            ok &= not drift.alarm
+            flag = "DRIFT ALARM" if drift.alarm else "drift check"
+            click.echo(f"  {flag} {drift.axis} vs {drift.previous_fingerprint[:12]} ({drift.previous_decided_at:%Y-%m-%d}): "
+                       f"kappa {_m(drift.kappa_before)} -> {_m(drift.kappa_after)}, accuracy {_m(drift.accuracy_before)} -> "
+                       f"{_m(drift.accuracy_after)}: {drift.reason}")
+        click.echo(f"  approval record: {outcome.path}")
+    if out is not None:
+        import json
+
+        from judgekit._files import write_text_atomically
+
+        reports = {o.rubric: o.report.model_dump(mode="json") for o in outcomes}
+        write_text_atomically(out, json.dumps(reports, indent=2) + "\n")
+    if not ok:
+        sys.exit(EXIT_INTERNAL)
+
+
+@main.command()
+@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Judge verdicts, JSON Lines (`judgekit schema verdicts`).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--n-boot", type=click.IntRange(0), default=2000, show_default=True)
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="The full report as JSON.")
+@handle_errors
+def agreement(labels_path, verdicts_path, seed, n_boot, threshold, as_json) -> None:
+    """Agreement of judge verdicts produced elsewhere with human labels."""
+    from judgekit.calibration import agreement as compute, load_labels, load_verdicts
+
+    report = compute(load_labels(labels_path), load_verdicts(verdicts_path), seed=seed, n_boot=n_boot, threshold=threshold)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(f"judge: {report.judge}")
+        print_agreement(report)
+
+
+def print_gate(report) -> None:
+    for axis in report.axes:
+        value = "n/a" if axis.value is None else f"{axis.value:.3f}"
+        status = "PASS" if axis.passed else "FAIL"
+        click.echo(f"{status} {axis.axis}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
+                   + (f", {axis.unscored} unscored" if axis.unscored else ""))
+        for reason in axis.reasons:
+            click.echo(f"  - {reason}")
+        for adv in axis.advisory:
+            shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
+            click.echo(f"  advisory{shown}: {adv.rubric}, {adv.trajectories} trajectories: {adv.reason}. To approve: {adv.command}")
+        if axis.corrected is not None:
+            c = axis.corrected
+            if c.refused_reason:
+                click.echo(f"  corrected pass rate: refused: {c.refused_reason}")
+            else:
+                click.echo(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f})")
+    click.echo("gate: " + ("PASSED" if report.passed else "FAILED"))
+
+
+@main.command("gate")
+@click.argument("run_path", metavar="RUN", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--calibration-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: the suite's, from the run record.")
+@handle_errors
+def gate_cmd(run_path: Path, calibration_dir: Path | None) -> None:
+    """Gate a run record: exit 0 pass, 1 gate failed, 2 usage or input error."""
+    from judgekit._io import read_text
+    from judgekit.errors import InputError
+    from judgekit.gate import gate
+    from judgekit.runner import RunRecord
+
+    try:
+        record = RunRecord.model_validate_json(read_text(run_path))
+    except ValueError as exc:
+        raise InputError(f"not a run record: {str(exc).splitlines()[0]}", run_path) from None
+    report = gate(record, calibration_dir=calibration_dir)
+    print_gate(report)
+    if not report.passed:
+        sys.exit(EXIT_INTERNAL)
