@@ -31,31 +31,47 @@ def describe_validation_error(err: ValidationError) -> str:
     return f"{loc}: {message}{more}"
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would keep the last of two equal keys without a word, silently losing data.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r} in an object")
+        result[key] = value
+    return result
+
+
+def strict_json_loads(text: str) -> Any:
+    """json.loads that refuses duplicate keys (ValueError) instead of keeping the last one."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+
+
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
     path = Path(path)
     try:
-        handle = path.open("r", encoding="utf-8")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError("file not found", path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path) from None
     with handle:
-        line_no = 0
-        while True:
+        # Bytes line by line, decoded one line at a time, so an error names its own line.
+        for line_no, raw in enumerate(handle, start=1):
             try:
-                line = handle.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise InputError("not UTF-8 text", path, line_no + 1) from None
-            if not line:
-                return
-            line_no += 1
+                raise InputError("not UTF-8 text", path, line_no) from None
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = strict_json_loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
+            except ValueError as exc:
+                raise InputError(f"invalid JSON: {exc}", path, line_no) from None
             try:
                 yield line_no, model.model_validate(data)
             except ValidationError as exc:
@@ -97,7 +113,11 @@ def compose(path: str | Path) -> yaml.Node | None:
 
 
 def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """Follow a pydantic error location through the YAML node tree; return the deepest line."""
+    """Follow a pydantic error location through the YAML node tree; return the deepest line.
+
+    Parts that name no key are skipped rather than ending the walk: pydantic puts the
+    discriminator's tag (``...postconditions.0.exists.field``) in locations of tagged unions.
+    """
     if node is None:
         return None
     line = node.start_mark.line + 1
@@ -112,10 +132,25 @@ def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
             child = node.value[part]
             line = child.start_mark.line + 1
-        if child is None:
-            break
-        node = child
+        if child is not None:
+            node = child
     return line
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (it would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (first on line {seen[key].start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_document(path: str | Path, model: type[M]) -> M:
@@ -124,7 +159,7 @@ def load_document(path: str | Path, model: type[M]) -> M:
     text = read_text(path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

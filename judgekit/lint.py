@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from judgekit._io import compose, find_node
+from judgekit._io import compose, find_node, read_text
 from judgekit.rubric import AXES, Rubric, load_rubric
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -62,34 +62,47 @@ class Finding:
         return f"{where}: {self.code}: {self.message}"
 
 
-def _line_of(node: yaml.Node | None, offset_in_value: int, value: str) -> int | None:
+def _line_of(node: yaml.Node | None, phrase: str, source_lines: list[str]) -> int | None:
+    """The first source line inside ``node`` that holds ``phrase`` (any scalar style: plain,
+    quoted, literal or folded); the node's first line when the phrase spans lines."""
     if node is None:
         return None
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.ScalarNode) and node.style == "|":
-        return line + 1 + value.count("\n", 0, offset_in_value)  # literal block: content starts below
-    return line
+    first, last = node.start_mark.line, node.end_mark.line
+    needle = phrase.casefold()
+    for number in range(first, min(last + 1, len(source_lines))):
+        if needle and needle in source_lines[number].casefold():
+            return number + 1
+    return first + 1
 
 
-def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None) -> list[Finding]:
+def _key_line(tree: yaml.Node | None, key: str) -> int | None:
+    if isinstance(tree, yaml.MappingNode):
+        for key_node, _ in tree.value:
+            if key_node.value == key:
+                return key_node.start_mark.line + 1
+    return None
+
+
+def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None, source: str = "") -> list[Finding]:
     findings: list[Finding] = []
+    lines = source.splitlines()
     for axis in AXES:
         criteria = getattr(rubric, axis)
         if criteria is None:
             continue
         node = find_node(tree, (axis, "guide"))
-        axis_line = _line_of(find_node(tree, (axis,)), 0, "")
+        axis_line = _key_line(tree, axis)
         guide = criteria.guide
         if len(guide.strip()) < MIN_GUIDE_CHARS:
-            findings.append(Finding(path, _line_of(node, 0, guide), "empty-guide", f"{axis} guide is empty or too short to score by"))
+            findings.append(Finding(path, _line_of(node, "", lines), "empty-guide", f"{axis} guide is empty or too short to score by"))
         for code, pattern in VERSION_BOUND:
             for match in pattern.finditer(guide):
                 findings.append(
-                    Finding(path, _line_of(node, match.start(), guide), code, f"{axis} guide says {match.group(0)!r}: version-bound language goes stale; describe the behaviour instead")
+                    Finding(path, _line_of(node, match.group(0), lines), code, f"{axis} guide says {match.group(0)!r}: version-bound language goes stale; describe the behaviour instead")
                 )
         for match in VAGUE.finditer(guide):
             findings.append(
-                Finding(path, _line_of(node, match.start(), guide), "unmeasurable", f"{axis} guide says {match.group(0)!r}: say what is checked and what passes")
+                Finding(path, _line_of(node, match.group(0), lines), "unmeasurable", f"{axis} guide says {match.group(0)!r}: say what is checked and what passes")
             )
         findings.extend(Finding(path, axis_line, "empty-criteria", message) for message in _empty_criteria(axis, criteria))
     return findings
@@ -106,4 +119,5 @@ def _empty_criteria(axis: str, criteria) -> list[str]:
 
 
 def lint_file(path: Path) -> list[Finding]:
-    return lint_rubric(load_rubric(path), path, compose(path))
+    rubric = load_rubric(path)
+    return lint_rubric(rubric, path, compose(path), read_text(path))

@@ -233,12 +233,6 @@ def test_side_effects_on_a_keyed_json_diff(tmp_path):
     assert ok.passed  # reordering the list is no change once records are matched by id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/checks/_paths.py matches each segment with fnmatch, so '[' in a segment is a "
-    "character class: a composite-key row, whose diff path segment is canonical JSON like "
-    "'[1,\"pen\"]', can never be named literally in side_effects.allow or forbidden.effects",
-)
 def test_allow_names_a_composite_key_row(tmp_path):
     orders = "CREATE TABLE orders (user_id INTEGER, item TEXT, qty INTEGER, PRIMARY KEY (user_id, item))"
     make_db(tmp_path / "before.db", BEFORE_ROWS, orders, "INSERT INTO orders VALUES (1, 'pen', 1)")

@@ -296,12 +296,6 @@ def test_lint_flags_empty_guides_and_criteria(tmp_path, text, line, code):
     assert where in {f"{path}:{n}" for n in allowed}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/lint.py lint_rubric computes axis_line from find_node(tree, (axis,)), the "
-    "section's value node, so empty-criteria names the section's first inner line, not the "
-    "`task_success:` key line",
-)
 def test_empty_criteria_names_the_axis_key_line(tmp_path):
     text = "id: e\nversion: 1.0.0\nregistered: 2024-05-01\ntask_success:\n  guide: The users table holds the new email address.\n"
     _, lines, path = lint_file(tmp_path, text)
@@ -325,11 +319,6 @@ def test_lint_counts_findings_over_files(tmp_path):
     assert result.stderr == "3 finding(s)\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/lint.py _line_of only maps offsets inside literal ('|') blocks; for a folded "
-    "('>') block it returns the line of the '>' indicator (the key's line), not the line of the phrase",
-)
 def test_lint_line_in_a_folded_block(tmp_path):
     text = LINT.replace("guide: |", "guide: >").format(first="Only user 1 is touched.", third="Judge it as gpt-4o would.")
     exit_code, lines, path = lint_file(tmp_path, text)

@@ -136,12 +136,6 @@ def test_bad_predicate_is_an_error_inside_that_predicate(tmp_path, predicate, ex
     assert 8 <= info.value.line <= 8 + predicate.count("\n") - 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/_io.py _node_line stops at the discriminator tag pydantic puts in the error "
-    "location (task_success.postconditions.0.exists.colour): an unknown key or bad value inside a "
-    "predicate is reported on the predicate's first line, not the line of that key",
-)
 @pytest.mark.parametrize(
     ("predicate", "line"),
     [
@@ -160,12 +154,6 @@ def test_error_inside_a_predicate_names_the_line_of_its_key(tmp_path, predicate,
     assert info.value.line == line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/_io.py load_document parses with yaml.SafeLoader, which keeps the last of two "
-    "equal keys without a word: a rubric with `postconditions:` twice silently drops the first list, "
-    "and a second `version:` silently wins",
-)
 def test_duplicate_key_in_a_rubric_is_an_error(tmp_path):
     path = write(tmp_path / "rubric.yaml", insert(12, "  postconditions: []"))
     with pytest.raises(InputError) as info:

@@ -115,11 +115,6 @@ def test_world_sides_accept_inline_json_file_and_sqlite(tmp_path):
     assert item.trajectory.world.after.sqlite == "after.db"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/_io.py iter_jsonl reads through a text-mode handle, whose decoder works on "
-    "8 KiB chunks, so a non-UTF-8 byte on line 3 is reported on line 1",
-)
 def test_non_utf8_byte_names_its_own_line(tmp_path):
     path = tmp_path / "runs.jsonl"
     path.write_bytes(
@@ -130,12 +125,6 @@ def test_non_utf8_byte_names_its_own_line(tmp_path):
     assert info.value.line == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/_io.py iter_jsonl uses json.loads, which keeps the last of two equal keys "
-    "without a word: a line with `calls` twice silently loses the first list (world.py rejects "
-    "duplicate keys in JSON snapshots for exactly this reason)",
-)
 def test_duplicate_key_in_a_line_is_an_error(tmp_path):
     path = write_lines(
         tmp_path / "runs.jsonl",

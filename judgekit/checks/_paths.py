@@ -1,9 +1,13 @@
-"""Diff path patterns: '/'-separated segments, '*' matches one segment, '**' any rest."""
+"""Diff path patterns: '/'-separated segments; '*' matches within one segment, '**' any rest.
+
+Everything else matches itself.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from fnmatch import fnmatchcase
+from functools import lru_cache
 
 
 def path_matches(pattern: str, path: Sequence[str | int]) -> bool:
@@ -20,7 +24,14 @@ def _match(parts: list[str], segments: list[str]) -> bool:
         return any(_match(rest, segments[i:]) for i in range(len(segments) + 1))
     if not segments:
         return False
-    return fnmatchcase(segments[0], head) and _match(rest, segments[1:])
+    return _segment_regex(head).fullmatch(segments[0]) is not None and _match(rest, segments[1:])
+
+
+@lru_cache(maxsize=1024)
+def _segment_regex(part: str) -> re.Pattern[str]:
+    # Only '*' is a wildcard: segments are data (a composite key is '[1,"pen"]'), so '[' and
+    # '?' must match themselves.
+    return re.compile(".*".join(re.escape(piece) for piece in part.split("*")), re.S)
 
 
 def render_path(path: Sequence[str | int]) -> str:
