@@ -289,11 +289,7 @@ def test_lint_flags_vague_words(tmp_path, word):
 def test_lint_flags_empty_guides_and_criteria(tmp_path, text, line, code):
     exit_code, lines, path = lint_file(tmp_path, text)
     assert exit_code == 2
-    ((where, found),) = [l.split(": ")[:2] for l in lines]
-    assert found == code
-    # empty-criteria points into the section (today: its first line, see the xfail below)
-    allowed = {line} if code == "empty-guide" else {line, line + 1}
-    assert where in {f"{path}:{n}" for n in allowed}
+    assert [l.split(": ")[:2] for l in lines] == [[f"{path}:{line}", code]]
 
 
 def test_empty_criteria_names_the_axis_key_line(tmp_path):

@@ -130,8 +130,9 @@ def test_duplicate_key_in_a_line_is_an_error(tmp_path):
         tmp_path / "runs.jsonl",
         '{"id": "t", "prompt": "p", "calls": [{"tool": "delete_user"}], "calls": []}',
     )
-    with pytest.raises(InputError, match="duplicate key"):
+    with pytest.raises(InputError) as info:
         list(iter_trajectories(path))
+    assert info.value.line == 1 and "duplicate key 'calls'" in info.value.detail
 
 
 # --- property: whatever valid trajectories are written, they come back, with their lines ----------
