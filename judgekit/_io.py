@@ -31,7 +31,7 @@ def describe_validation_error(err: ValidationError) -> str:
     return f"{loc}: {message}{more}"
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # json.loads would keep the last of two equal keys without a word, silently losing data.
     result: dict[str, Any] = {}
     for key, value in pairs:
@@ -43,7 +43,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def strict_json_loads(text: str) -> Any:
     """json.loads that refuses duplicate keys (ValueError) instead of keeping the last one."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    return json.loads(text, object_pairs_hook=no_duplicate_keys)
 
 
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
