@@ -559,3 +559,19 @@ def test_property_exactly_the_expected_calls_score_one(tmp_path, pair, ordered, 
     result = score_tool_correctness(criteria, item.trajectory, WorldState(item))
     assert result.score == 1.0, [p for p in result.lost]
     assert result.counts.calls_matched == len(expected)
+
+
+@_PROPERTY_SETTINGS
+@given(pair=expected_and_valid_calls(), calls=_random_calls, data=st.data())
+def test_property_unordered_ignores_call_order_and_ordered_never_scores_higher(tmp_path, pair, calls, data):
+    expected, valid = pair
+    actual = data.draw(st.permutations([*valid, *calls]))
+    shuffled = data.draw(st.permutations(actual))
+
+    def points(calls_: list[dict], ordered: bool) -> int:
+        item = loaded(tmp_path, calls=calls_)
+        return score_tool_correctness(tools(expected_calls=expected, ordered=ordered), item.trajectory, WorldState(item)).points
+
+    unordered = points(actual, ordered=False)
+    assert points(shuffled, ordered=False) == unordered  # the optimal assignment does not see order
+    assert points(actual, ordered=True) <= unordered  # an in-order matching is one of all matchings

@@ -408,3 +408,19 @@ def test_tau_bench_bad_input_is_one_error_line(tmp_path, document, expected):
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"judgekit: error: {src}") and expected in line
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: judgekit/importers/tau_bench.py import_tau_bench passes where=(str(src), None) to "
+    "messages_to_trajectory, so an error inside a run's traj (e.g. an unknown tool_call_id) names "
+    "the file but not which of its records, unlike _check_record's 'record N' messages",
+)
+def test_tau_bench_error_inside_a_traj_names_the_record(tmp_path):
+    broken = tau_record(1, 0, 0.0, [CANCEL], [], [tool_result("nope", "x")])
+    src = tmp_path / "tau.json"
+    src.write_text(json.dumps([TAU_RECORDS[0], broken]), encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        import_tau_bench(src, tmp_path / "out")
+    assert "unknown tool_call_id 'nope'" in info.value.detail  # true today
+    assert "record 1" in info.value.detail

@@ -172,3 +172,24 @@ def test_property_written_trajectories_load_back_with_their_line_numbers(tmp_pat
         assert item.trajectory.model_dump(include={"prompt", "output", "metadata"}) == {
             k: record[k] for k in ("prompt", "output", "metadata")
         }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: judgekit/_io.py strict_json_loads (used by iter_jsonl) is json.loads with a duplicate-key "
+    "hook only, so it accepts NaN, Infinity and -Infinity (not JSON); they load into metadata or call "
+    "args and come out of `judgekit run` as null without a word. world.py load_json_file refuses them "
+    "(parse_constant=_reject_constant)",
+)
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param('{"id": "t", "prompt": "p", "metadata": {"cost": NaN}}', id="nan_in_metadata"),
+        pytest.param('{"id": "t", "prompt": "p", "calls": [{"tool": "pay", "args": {"amount": Infinity}}]}', id="infinity_in_args"),
+    ],
+)
+def test_non_json_constants_are_refused(tmp_path, bad):
+    path = write_lines(tmp_path / "runs.jsonl", bad)
+    with pytest.raises(InputError) as info:
+        list(iter_trajectories(path))
+    assert info.value.line == 1
