@@ -1,0 +1,57 @@
+"""Fork server for tests/test_judge_kill.py: `judgekit` command lines without the import cost.
+
+Importing litellm costs about 6 s of CPU; the kill test starts `judgekit run` six times. This
+process imports judgekit's CLI and litellm once, then for each JSON line on stdin
+({"args": [...], "log": path}) forks a child that runs the same entry point as the console
+script (``judgekit.cli:main``) with stdout and stderr going to ``log``. It prints
+{"pid": n} when the child starts and {"pid": n, "status": wait_status} when it ends, so the
+test can SIGKILL the child by its pid. Set JUDGEKIT_KILL_TEST_EXEC=1 in the test to exec the
+real console script instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+import litellm  # noqa: E402,F401 - the slow import, paid once here
+
+import judgekit.cache  # noqa: E402,F401
+import judgekit.cli._render  # noqa: E402,F401
+import judgekit.scoring  # noqa: E402,F401
+from judgekit.cli import main  # noqa: E402
+
+
+def child(args: list[str], log: str) -> None:
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    code = 1
+    try:
+        main(args=args, prog_name="judgekit")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve() -> None:
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            child(request["args"], request["log"])
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"pid": pid, "status": status}), flush=True)
+
+
+if __name__ == "__main__":
+    serve()
