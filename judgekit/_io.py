@@ -41,9 +41,14 @@ def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def strict_json_loads(text: str) -> Any:
-    """json.loads that refuses duplicate keys (ValueError) instead of keeping the last one."""
-    return json.loads(text, object_pairs_hook=no_duplicate_keys)
+    """json.loads that refuses duplicate keys and NaN/Infinity (ValueError) instead of
+    silently keeping the last key or writing the constant out as null later."""
+    return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant)
 
 
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
@@ -70,8 +75,8 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 data = strict_json_loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
-            except ValueError as exc:
-                raise InputError(f"invalid JSON: {exc}", path, line_no) from None
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"invalid JSON: {exc or 'nested too deeply'}", path, line_no) from None
             try:
                 yield line_no, model.model_validate(data)
             except ValidationError as exc:
@@ -181,3 +186,13 @@ def load_document(path: str | Path, model: type[M]) -> M:
 def canonical_json(value: Any) -> str:
     """The one canonical JSON form used for hashes and byte-identical output."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def sha256_json(value: Any) -> str:
+    """sha256 of the canonical JSON of ``value``: the one way judgekit hashes content.
+
+    surrogatepass: a lone surrogate (a cut emoji) is valid JSON and must hash, not crash.
+    """
+    import hashlib
+
+    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()

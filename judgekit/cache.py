@@ -9,13 +9,12 @@ moment loses no verdict it already stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import canonical_json
+from judgekit._io import sha256_json
 from judgekit.verdict import JudgeVerdict
 
 CACHE_FORMAT_VERSION = 1
@@ -23,7 +22,7 @@ DEFAULT_CACHE_DIR = Path(".judgekit") / "cache"
 
 
 def cache_key(material: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json({"cache_format": CACHE_FORMAT_VERSION, **material}).encode()).hexdigest()
+    return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
 
 
 class VerdictCache:

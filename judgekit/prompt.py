@@ -17,7 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from judgekit._io import canonical_json
+from judgekit._io import sha256_json
 from judgekit.diff import Diff, render_text
 from judgekit.trajectory import Trajectory
 
@@ -112,7 +112,7 @@ def build_prompt(
     else:
         raise ValueError(f"no judge prompt for axis {axis!r}")
     # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
-    nonce = hashlib.sha256(canonical_json([s[2] for s in sections]).encode()).hexdigest()[:16]
+    nonce = sha256_json([s[2] for s in sections])[:16]
     body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)
     system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", parts[axis])
     user = parts["user"].replace("{guide}", guide.strip()).replace("{sections}", body)

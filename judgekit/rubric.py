@@ -7,7 +7,6 @@ own scoring guide, and each produces its own result record.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import date
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judgekit._io import canonical_json, load_document
+from judgekit._io import load_document, sha256_json
 from judgekit.judge.spec import JudgeSpec
 
 RUBRIC_FORMAT_VERSION = 1
@@ -243,7 +242,7 @@ class Rubric(_Strict):
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+        return sha256_json(self.canonical())
 
 
 def load_rubric(path: str | Path) -> Rubric:

@@ -16,7 +16,8 @@ UnscoredReason = Literal["parse_failure", "refusal", "timeout", "budget", "provi
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a judge answering "supported": "yes" has not answered in the schema; no coercion.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TaskSuccessAnswer(_Answer):

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judgekit._io import no_duplicate_keys, canonical_json, read_text
+from judgekit._io import canonical_json, read_text, strict_json_loads
 from judgekit.errors import InputError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -172,10 +172,6 @@ class JsonSnapshot:
         return []
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def load_json_file(path: str | Path, expected: str = "a JSON document") -> JsonSnapshot:
     """Parse a JSON document; errors name the file and the line, and say what was ``expected``."""
     path = Path(path)
@@ -188,7 +184,7 @@ def load_json_file(path: str | Path, expected: str = "a JSON document") -> JsonS
     if not text.strip():
         raise InputError(f"empty file, expected {expected}", path, 1)
     try:
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=no_duplicate_keys)
+        data = strict_json_loads(text)
     except json.JSONDecodeError as exc:
         truncated = " (the file ends early: truncated?)" if exc.pos >= len(text.rstrip()) else ""
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno}){truncated}", path, exc.lineno) from None

@@ -189,12 +189,6 @@ def test_imported_trajectories_score_failed_calls_as_nothing(tmp_path):
     assert (tc["points"], tc["max_points"], tc["counts"]["calls_failed"]) == (4, 4, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/importers/openai_chat.py _records splits JSONL with str.splitlines(), which also "
-    "breaks at U+2028/U+2029/U+0085 that JSON allows unescaped inside strings, so a valid record "
-    "becomes 'invalid JSON: Unterminated string'",
-)
 def test_jsonl_record_with_a_unicode_line_separator_in_a_string(tmp_path):
     messages = [{"role": "user", "content": "first line\u2028second line"}, {"role": "assistant", "content": "ok"}]
     src = tmp_path / "chats.jsonl"
@@ -204,12 +198,6 @@ def test_jsonl_record_with_a_unicode_line_separator_in_a_string(tmp_path):
     assert trajectory.prompt == "first line\u2028second line"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/importers/openai_chat.py import_openai_chat assigns trajectory.latency_s after "
-    "validation (no validate_assignment), so latency_s: -5 is written to trajectories.jsonl and only "
-    "fails later, when that file is loaded, instead of at import naming src:line",
-)
 def test_negative_latency_is_refused_at_import(tmp_path):
     src = write_jsonl(tmp_path / "chats.jsonl", [{"id": "x", "messages": CONVERSATION, "latency_s": -5}])
     with pytest.raises(InputError) as info:
@@ -217,13 +205,6 @@ def test_negative_latency_is_refused_at_import(tmp_path):
     assert info.value.line == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/importers/_messages.py messages_to_trajectory trusts the shape of tool_calls, "
-    "prompt and metadata: a non-object tool call raises AttributeError, a non-string prompt or "
-    "tool name raises pydantic's ValidationError (multi-line), both reach the CLI as 'internal error' "
-    "exit 1 instead of one line naming file:line with exit 2",
-)
 @pytest.mark.parametrize(
     "record",
     [
@@ -241,12 +222,6 @@ def test_malformed_record_shapes_are_input_errors(tmp_path, record):
     assert line.startswith(f"judgekit: error: {src}:1: ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/importers/openai_chat.py _records numbers the records of a JSON list input "
-    "1, 2, 3... and passes that as the error's *line*: a bad record that starts on line 7 of the file "
-    "is reported as 'chats.json:2:'",
-)
 def test_json_list_error_does_not_claim_a_wrong_line(tmp_path):
     bad = [{"role": "user", "content": "hi"}, tool_result("c9", "x")]
     src = tmp_path / "chats.json"
@@ -410,12 +385,6 @@ def test_tau_bench_bad_input_is_one_error_line(tmp_path, document, expected):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/importers/tau_bench.py import_tau_bench passes where=(str(src), None) to "
-    "messages_to_trajectory, so an error inside a run's traj (e.g. an unknown tool_call_id) names "
-    "the file but not which of its records, unlike _check_record's 'record N' messages",
-)
 def test_tau_bench_error_inside_a_traj_names_the_record(tmp_path):
     broken = tau_record(1, 0, 0.0, [CANCEL], [], [tool_result("nope", "x")])
     src = tmp_path / "tau.json"

@@ -174,13 +174,6 @@ def test_property_written_trajectories_load_back_with_their_line_numbers(tmp_pat
         }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: judgekit/_io.py strict_json_loads (used by iter_jsonl) is json.loads with a duplicate-key "
-    "hook only, so it accepts NaN, Infinity and -Infinity (not JSON); they load into metadata or call "
-    "args and come out of `judgekit run` as null without a word. world.py load_json_file refuses them "
-    "(parse_constant=_reject_constant)",
-)
 @pytest.mark.parametrize(
     "bad",
     [

@@ -8,7 +8,6 @@ until someone calibrates again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit._files import write_text_atomically
-from judgekit._io import canonical_json, describe_validation_error, read_text
+from judgekit._io import describe_validation_error, read_text, sha256_json
 from judgekit.calibration._bootstrap import Metric
 from judgekit.errors import InputError
 from judgekit.suite import ApprovalThresholds
@@ -40,7 +39,7 @@ class JudgeIdentity(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        return sha256_json(self.model_dump(mode="json"))
 
     @classmethod
     def of(cls, provenance: Provenance) -> JudgeIdentity:

@@ -14,6 +14,7 @@ from functools import wraps
 import click
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
+EXIT_GATE_FAILED = 1  # also 1: CI treats "the gate failed" like any other failure
 
 
 def handle_errors(func):
@@ -53,3 +54,4 @@ def main() -> None:
 
 
 from judgekit.cli import commands as _commands  # noqa: E402,F401  (registers the commands)
+from judgekit.cli import label_cmd as _label_cmd  # noqa: E402,F401

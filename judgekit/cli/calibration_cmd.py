@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import EXIT_INPUT, EXIT_INTERNAL, handle_errors, main
+from judgekit.cli import EXIT_GATE_FAILED, handle_errors, main
 
 
 def _m(metric) -> str:
@@ -112,7 +112,7 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
         reports = {o.rubric: o.report.model_dump(mode="json") for o in outcomes}
         write_text_atomically(out, json.dumps(reports, indent=2) + "\n")
     if not ok:
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(EXIT_GATE_FAILED)
 
 
 @main.command()
@@ -174,4 +174,4 @@ def gate_cmd(run_path: Path, calibration_dir: Path | None) -> None:
     report = gate(record, calibration_dir=calibration_dir)
     print_gate(report)
     if not report.passed:
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(EXIT_GATE_FAILED)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import EXIT_INPUT, EXIT_INTERNAL as EXIT_GATE_FAILED, handle_errors, main
+from judgekit.cli import EXIT_GATE_FAILED, EXIT_INPUT, handle_errors, main
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 

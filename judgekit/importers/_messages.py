@@ -6,6 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
+from judgekit._io import describe_validation_error
 from judgekit.errors import InputError
 from judgekit.trajectory import Call, Trajectory
 
@@ -36,7 +39,8 @@ def messages_to_trajectory(
     metadata: dict[str, Any] | None = None,
     output: Literal["last", "all"] = "last",
     is_error: Callable[[str], bool] = lambda _text: False,
-    where: tuple[str, int | None] = ("", None),
+    latency_s: Any = None,
+    where: tuple[str, int | None, str] = ("", None, ""),
 ) -> Trajectory:
     """Join assistant ``tool_calls`` with ``tool`` messages by ``tool_call_id``.
 
@@ -44,7 +48,15 @@ def messages_to_trajectory(
     context (claims may cite them). ``output`` is the last assistant text, or every assistant
     text in order when the answer is spread over a conversation.
     """
-    path, line = where
+    path, line, label = where
+    try:
+        return _convert(messages, trajectory_id, prompt, metadata, output, is_error, latency_s, label, path, line)
+    except (TypeError, AttributeError, ValidationError) as exc:
+        detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else "a message or tool call has the wrong shape"
+        raise InputError(f"{label}{detail}", path or None, line) from None
+
+
+def _convert(messages, trajectory_id, prompt, metadata, output, is_error, latency_s, label, path, line) -> Trajectory:
     calls: list[Call] = []
     by_id: dict[str, int] = {}
     context: dict[str, str] = {}
@@ -52,7 +64,7 @@ def messages_to_trajectory(
     first_user: str | None = None
     for n, message in enumerate(messages):
         if not isinstance(message, dict) or "role" not in message:
-            raise InputError(f"message {n} is not a chat message with a role", path or None, line)
+            raise InputError(f"{label}message {n} is not a chat message with a role", path or None, line)
         role = message["role"]
         if role == "system":
             context[f"system-{len([k for k in context if k.startswith('system')]) + 1}"] = _text(message.get("content"))
@@ -82,7 +94,7 @@ def messages_to_trajectory(
         elif role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in by_id:
-                raise InputError(f"message {n}: tool result for unknown tool_call_id {call_id!r}", path or None, line)
+                raise InputError(f"{label}message {n}: tool result for unknown tool_call_id {call_id!r}", path or None, line)
             call = calls[by_id[call_id]]
             text = _text(message.get("content"))
             call.result = _maybe_json(text)
@@ -96,4 +108,5 @@ def messages_to_trajectory(
         output=final,
         context=context,
         metadata=metadata or {},
+        latency_s=latency_s,
     )

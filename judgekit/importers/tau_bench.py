@@ -95,10 +95,10 @@ def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date) -> Rub
 def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> list[Path]:
     records = _load(src)
     registered = registered or date.today()
-    by_task: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[Any, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for n, record in enumerate(records):
         _check_record(record, src, n)
-        by_task[record["task_id"]].append(record)
+        by_task[record["task_id"]].append((n, record))
 
     written: list[Path] = []
     write_tools: set[str] = set()
@@ -114,12 +114,12 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
     entries = []
     for task_id in sorted(by_task, key=lambda t: (str(type(t)), t)):
         runs = by_task[task_id]
-        rubric = rubric_for_task(task_id, runs[0]["info"]["task"], registered)
+        rubric = rubric_for_task(task_id, runs[0][1]["info"]["task"], registered)
         rubric.tool_correctness.in_scope = sorted(write_tools)
         rubric_path = rubric_dir / f"{rubric.id}.yaml"
         write_text_atomically(rubric_path, yaml.safe_dump(rubric.canonical(), sort_keys=False, allow_unicode=True))
         lines = []
-        for run in sorted(runs, key=lambda r: r["trial"]):
+        for n, run in sorted(runs, key=lambda item: item[1]["trial"]):
             trajectory = messages_to_trajectory(
                 run["traj"],
                 trajectory_id=f"{rubric.id.removeprefix('tau-bench-')}-trial-{run['trial']}",
@@ -127,7 +127,7 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
                 metadata={"task_id": task_id, "trial": run["trial"], "reward": run["reward"], "source": src.name},
                 output="all",
                 is_error=lambda text: text.startswith("Error:"),
-                where=(str(src), None),
+                where=(str(src), None, f"record {n} (task {task_id}, trial {run['trial']}): "),
             )
             lines.append(trajectory.model_dump_json(exclude_defaults=True))
         traj_path = traj_dir / f"{rubric.id.removeprefix('tau-bench-')}.jsonl"

@@ -63,6 +63,7 @@ class JudgeJob:
                 "axis": self.axis,
                 "template_sha256": self.prompt.template_sha256,
                 "model": self.judge.model_pin,
+                "override": self.judge.override,
                 "parameters": self.judge.spec.cache_parameters(),
                 "messages": self.prompt.messages,
                 "response_schema": self.response_schema,
@@ -267,8 +268,9 @@ class JudgeRunner:
 
 
 def _mismatch(judge: ResolvedJudge, reported: str | None) -> bool:
-    """The API reported another model than the pin (providers may add a prefix or suffix)."""
+    """The API reported another model than the pin. Provider prefixes ('openai/') are ignored;
+    a name that is merely part of the pin ('gpt-4o' for 'gpt-4o-mini-2024-07-18') is a mismatch."""
     if reported is None or judge.model_pin.startswith("local/"):
         return False
-    pinned = judge.model_pin.rsplit("/", 1)[-1]
-    return pinned not in reported and reported.rsplit("/", 1)[-1] not in pinned
+    pinned = judge.model_pin.split("@sha256:")[0].rsplit("/", 1)[-1]
+    return reported.rsplit("/", 1)[-1] != pinned
