@@ -48,7 +48,8 @@ script that cannot answer (list exhausted, function raised) gets HTTP 500 and is
 
 What was received: ``server.request_count`` (chat-completions requests, total),
 ``server.request_count_by_kind`` (per reply kind, plus ``bad_request`` / ``script_error``),
-``server.requests`` (the parsed JSON bodies) and ``server.reset()``.
+``server.requests`` (the parsed JSON bodies), ``server.max_in_flight`` (most requests held at
+once: 32 means 32 concurrent clients were not queued) and ``server.reset()``.
 
 Lifecycle: a context manager, or ``start()`` / ``stop()``. Stopping closes keep-alive
 connections, drops replies still waiting out a delay and joins every thread.
