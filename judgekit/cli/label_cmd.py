@@ -1,0 +1,80 @@
+"""Command: label (people label a sample of a suite, blind to the judge)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from judgekit.cli import handle_errors, main
+
+_AXES = ("task_success", "tool_correctness", "faithfulness")
+
+
+@main.command()
+@click.argument("suite", type=click.Path(path_type=Path))
+@click.option("--sample", "n", type=click.IntRange(1), required=True, help="How many trajectories to label.")
+@click.option("--seed", type=int, required=True, help="Seed of the sample: same suite, seed and N, same sample.")
+@click.option("--labeler", required=True, help="Your name, recorded in every label.")
+@click.option(
+    "--labels", "labels_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="Labels file to append to (default: <suite's calibration_dir>/<rubric-id>/labels.jsonl).",
+)
+@click.option("--axis", "axes", multiple=True, type=click.Choice(_AXES), help="Axis to label (repeat; default: the rubric's judged axes).")
+@click.option(
+    "--verdicts", type=click.Path(dir_okay=False, path_type=Path),
+    help="Run record (judgekit run --out): stratify the sample by the judge's verdict, half pass, half fail.",
+)
+@click.option(
+    "--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+    help="With --verdicts: a faithfulness score at or above it counts as a judge pass.",
+)
+@handle_errors
+def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None, axes: tuple[str, ...],
+          verdicts: Path | None, threshold: float) -> None:
+    """Label a reproducible sample of SUITE's trajectories, one axis at a time.
+
+    Shows the task, the end-state diff, the calls and the output with the rubric's guide, never
+    the judge's verdict. Answers: p/f for task success, a score in [0, 1] otherwise, s to skip,
+    q to quit. Each label is appended to the labels file at once; run the same command again to
+    resume where you stopped.
+
+    The sample ranks trajectories by sha256 of "SEED:id". With --verdicts it takes N // 2 from
+    judge-pass and the rest from judge-fail, filling a short class from the other, then from
+    trajectories without a verdict.
+    """
+    from judgekit._io import load_document
+    from judgekit.labelling import (
+        PlainTerminal,
+        RichTerminal,
+        default_labels_path,
+        plan,
+        run_session,
+    )
+    from judgekit.runner import RunRecord, check_registration, iter_trajectories_of
+    from judgekit.suite import load_suite
+
+    loaded = load_suite(suite)
+    check_registration(loaded)
+    record = load_document(verdicts, RunRecord) if verdicts is not None else None
+    calibration_dir = loaded.resolve(loaded.suite.calibration_dir)
+    work = plan(
+        list(iter_trajectories_of(loaded)), n=n, seed=seed, labeler=labeler, axes=axes, record=record,
+        threshold=threshold,
+        labels_path=(lambda _: labels_file) if labels_file else (lambda r: default_labels_path(r, calibration_dir)),
+    )
+    if sys.stdout.isatty():
+        term = RichTerminal()
+    else:
+        term = PlainTerminal(lambda text: click.echo(text, nl=False), sys.stdin.readline)
+    for note in work.notes:
+        term.say(f"note: {note}")
+    files = sorted({str(task.labels_path) for task in work.tasks})
+    if not work.tasks:
+        term.say(f"nothing left to label: {labeler} has labelled all {work.total} item(s) of this sample")
+        return
+    term.say(f"{work.total - work.done} item(s) to label as {labeler} ({work.done} already done); "
+             f"labels go to {', '.join(files)}")
+    outcome = run_session(work, labeler, term)
+    term.say(outcome.summary())
