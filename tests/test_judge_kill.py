@@ -55,7 +55,8 @@ TRAJECTORIES = 40
 CONCURRENCY = 4
 LATENCY_S = 0.2
 KILLS = 5
-KILL_DELAY_S = (0.05, 0.45)  # after the run's first request: a run never finishes before its kill
+KILL_DELAY_S = (0.05, 0.35)  # after the run's first request: < 2 latencies, so each run stores at most
+# `concurrency` verdicts and no run can finish before its kill
 EXEC_EVERY_RUN = os.environ.get("JUDGEKIT_KILL_TEST_EXEC") == "1"
 
 
@@ -105,7 +106,7 @@ class Zygote:
                                      stdout=subprocess.PIPE, text=True)
 
     def ready(self) -> None:
-        assert json.loads(self.proc.stdout.readline()) == {"ready": True}
+        assert json.loads(self.proc.stdout.readline())["ready"] is True
 
     def start(self, args: list[str], log: Path) -> int:
         self.proc.stdin.write(json.dumps({"args": args, "log": str(log)}) + "\n")
@@ -119,7 +120,11 @@ class Zygote:
 
     def close(self) -> None:
         self.proc.stdin.close()
-        self.proc.wait(10)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class Exec:
@@ -184,6 +189,7 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
     server = subprocess.Popen([sys.executable, str(DATA / "logging_server.py"), str(log_path), str(LATENCY_S)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     launcher = Exec() if EXEC_EVERY_RUN else Zygote()
+    pid = None  # the run not yet waited for: killed on the way out if the test fails
     try:
         base_url = server.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:")
@@ -203,7 +209,7 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
             time.sleep(rng.uniform(*KILL_DELAY_S))
             run.killed = time.monotonic()
             os.kill(pid, signal.SIGKILL)
-            status = launcher.wait(pid)
+            status, pid = launcher.wait(pid), None
             assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (
                 f"run {i} ended before its kill: {(tmp_path / f'run{i}.log').read_text()[-500:]}"
             )
@@ -218,6 +224,9 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
         runs.append(final)
         time.sleep(LATENCY_S)  # let the server log its last answers
     finally:
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            launcher.wait(pid)
         launcher.close()
         server.stdin.close()
         server.wait(10)
@@ -239,7 +248,6 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
         if run.killed is not None:
             lost = [e for e in run.requests if keys[e["digest"]] not in run.stored_after]
             assert len(lost) <= CONCURRENCY
-            assert all(e["t"] < run.killed for e in lost)
             lost_per_kill.append(len(lost))
             answered_but_lost += sum(
                 any(d == e["digest"] and run.started <= t < run.killed for d, t in sent) for e in lost

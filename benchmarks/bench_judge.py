@@ -1,0 +1,221 @@
+"""Judge-runner overhead: judgekit's JudgeRunner against a bare litellm.acompletion loop.
+
+Both send the SAME 400 requests (same messages, same response_format, same parameters) at
+concurrency 32 to a scripted OpenAI server in another process (no shared GIL) that answers
+after 100 ms. judgekit adds what a bare loop lacks: cache keys, a fresh on-disk verdict cache,
+schema validation, retries, provenance, a ledger. The runs alternate (bare, judgekit, bare,
+...) and medians are reported:
+
+    wall time of each, the ratio (target: judgekit <= 1.10 x bare),
+    judgekit's own CPU per verdict beyond litellm's: (cpu_judgekit - cpu_bare) / 400 (target < 1.5 ms),
+    the ideal wall time 400 * 0.1 / 32 s.
+
+When a target is missed, one judgekit run is profiled with cProfile and the functions where
+judgekit's own time goes are printed.
+
+    python benchmarks/bench_judge.py [--verdicts 400] [--concurrency 32] [--latency 0.1] [--rounds 5] [--profile]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before litellm is imported: no network
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from judgekit.cache import VerdictCache
+from judgekit.judge.jobs import JudgeJob, JudgeRunner, ResolvedJudge, response_format
+from judgekit.judge.spec import JudgeSpec
+from judgekit.prompt import build_prompt
+from judgekit.rubric import FaithfulnessCriteria, Rubric
+from judgekit.testing import Reply, ScriptedOpenAIServer
+from judgekit.trajectory import Trajectory
+
+MODEL = "openai/judge-2024-08-06"
+RATIO_TARGET = 1.10
+CPU_TARGET_MS = 1.5
+ANSWER = {"claims": [{"claim": "the account has seats", "supported": False, "evidence": []}]}
+
+
+def trajectory(i: int) -> Trajectory:
+    return Trajectory.model_validate({
+        "id": f"bench-{i}",
+        "prompt": f"How many seats and which plan does account {i} have?",
+        "calls": [
+            {"tool": "get_account", "args": {"id": i}, "result": {"id": i, "seats": i % 17, "plan": "pro"}},
+            {"tool": "list_invoices", "args": {"account": i}, "result": [{"n": k, "usd": 10 * k} for k in range(3)]},
+        ],
+        "context": {"policy": "Accounts on pro pay per seat."},
+        "output": f"Account {i} is on the pro plan with {i % 17} seats; its last invoice was $20.",
+    })
+
+
+def build_jobs(count: int, base_url: str) -> list[JudgeJob]:
+    rubric = Rubric(
+        id="bench", version="1.0.0", registered=date(2026, 11, 30),
+        faithfulness=FaithfulnessCriteria(guide="Every claim must be stated by a tool result or the context."),
+    )
+    spec = JudgeSpec(model=MODEL, api_base=base_url)
+    judge = ResolvedJudge(spec=spec, litellm_model=MODEL, model_pin=MODEL, api_base=base_url, api_key="not-needed")
+    return [
+        JudgeJob(rubric, "faithfulness", build_prompt("faithfulness", rubric.faithfulness.guide, trajectory(i), None), judge)
+        for i in range(count)
+    ]
+
+
+async def bare_loop(jobs: list[JudgeJob], concurrency: int) -> list[str]:
+    import litellm
+
+    semaphore = asyncio.Semaphore(concurrency)
+    spec = jobs[0].judge.spec
+
+    async def one(job: JudgeJob) -> str:
+        async with semaphore:
+            response = await litellm.acompletion(
+                model=job.judge.litellm_model,
+                messages=job.prompt.messages,
+                response_format=response_format(job.response_schema),
+                temperature=spec.temperature,
+                seed=spec.seed,
+                max_tokens=spec.max_tokens,
+                timeout=spec.timeout_s,
+                num_retries=0,
+                api_base=job.judge.api_base,
+                api_key=job.judge.api_key,
+            )
+            return response.choices[0].message.content
+
+    return await asyncio.gather(*(one(job) for job in jobs))
+
+
+def judgekit_run(jobs: list[JudgeJob], concurrency: int, cache_root: Path, index: int):
+    with VerdictCache(cache_root / f"cache-{index}") as cache:  # fresh: every verdict is a call
+        runner = JudgeRunner(cache=cache, concurrency=concurrency)
+        verdicts = asyncio.run(runner.run(jobs))
+    assert all(v.status == "scored" for v in verdicts), runner.ledger.as_dict()
+    assert runner.ledger.calls == len(jobs) and runner.ledger.cache_hits == 0
+    return verdicts
+
+
+def cache_response_schema() -> None:
+    """What-if: JudgeJob.response_schema computed once per axis instead of on every access."""
+    from functools import lru_cache
+
+    from judgekit.verdict import ANSWERS
+
+    schema = lru_cache(maxsize=None)(lambda axis: ANSWERS[axis].model_json_schema())
+    JudgeJob.response_schema = property(lambda self: schema(self.axis))
+    print("what-if: JudgeJob.response_schema cached per axis")
+
+
+def remember_unpriced_models() -> None:
+    """What-if: once litellm failed to price a model, do not ask again (an exception costs ~1 ms)."""
+    import litellm
+
+    original, unpriced = litellm.completion_cost, set()
+
+    def completion_cost(completion_response=None, **kwargs):
+        model = getattr(completion_response, "model", None)
+        if model in unpriced:
+            raise ValueError(f"no price for {model}")
+        try:
+            return original(completion_response=completion_response, **kwargs)
+        except Exception:
+            unpriced.add(model)
+            raise
+
+    litellm.completion_cost = completion_cost
+    print("what-if: litellm.completion_cost skipped for models it could not price")
+
+
+def timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def profile_judgekit(jobs: list[JudgeJob], concurrency: int, cache_root: Path) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    judgekit_run(jobs, concurrency, cache_root, 999)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(r"judgekit[/\\](?!_testing)", 25)
+    stats.sort_stats("tottime").print_stats(r"judgekit[/\\]|pydantic|diskcache|sqlite3|hashlib|json", 20)
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--verdicts", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="profile one judgekit run even if targets are met")
+    parser.add_argument(
+        "--what-if", action="store_true",
+        help="measure judgekit with the two fixes this benchmark suggests, patched in here (not in the "
+        "library): the answer schema computed once per axis, and no cost lookup for a model "
+        "litellm has already failed to price",
+    )
+    args = parser.parse_args(argv)
+    if args.what_if:
+        cache_response_schema()
+        remember_unpriced_models()
+    n, conc = args.verdicts, args.concurrency
+    ideal = n * args.latency / conc
+
+    with ScriptedOpenAIServer.spawn(Reply.ok(ANSWER), default_delay_s=args.latency) as server, \
+            tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp:
+        jobs = build_jobs(n, server.base_url)
+        # Warm up both paths (litellm's lazy imports, the HTTP client pool) outside the timings.
+        asyncio.run(bare_loop(jobs[:conc], conc))
+        judgekit_run(build_jobs(conc, server.base_url)[:conc], conc, Path(tmp), -1)
+
+        bare, kit = [], []
+        for round_ in range(args.rounds):
+            before = server.request_count
+            wall, cpu, contents = timed(lambda: asyncio.run(bare_loop(jobs, conc)))
+            assert len(contents) == n and json.loads(contents[0]) == ANSWER
+            bare.append((wall, cpu))
+            wall, cpu, verdicts = timed(lambda: judgekit_run(jobs, conc, Path(tmp), round_))
+            kit.append((wall, cpu))
+            assert server.request_count - before == 2 * n  # both sent every request, once
+            print(f"round {round_ + 1}: bare {bare[-1][0]:.3f}s wall {bare[-1][1]:.3f}s cpu | "
+                  f"judgekit {kit[-1][0]:.3f}s wall {kit[-1][1]:.3f}s cpu", flush=True)
+
+        bare_wall, bare_cpu = statistics.median(w for w, _ in bare), statistics.median(c for _, c in bare)
+        kit_wall, kit_cpu = statistics.median(w for w, _ in kit), statistics.median(c for _, c in kit)
+        ratio = kit_wall / bare_wall
+        extra_cpu_ms = (kit_cpu - bare_cpu) / n * 1000
+        per_round = statistics.median(((kc - bc) / n * 1000) for (_, bc), (_, kc) in zip(bare, kit))
+        print(f"\n{n} verdicts, concurrency {conc}, {args.latency * 1000:.0f} ms per reply; "
+              f"ideal {ideal:.2f}s; medians of {args.rounds} alternating rounds")
+        print(f"bare litellm loop : {bare_wall:.3f}s wall, {bare_cpu:.3f}s cpu ({bare_cpu / n * 1000:.2f} ms/call)")
+        print(f"judgekit runner   : {kit_wall:.3f}s wall, {kit_cpu:.3f}s cpu ({kit_cpu / n * 1000:.2f} ms/verdict)")
+        print(f"ratio             : {ratio:.3f}x (target <= {RATIO_TARGET:.2f}x) "
+              f"{'OK' if ratio <= RATIO_TARGET else 'MISSED'}")
+        print(f"judgekit CPU/verdict beyond litellm: {extra_cpu_ms:.3f} ms (median of per-round differences "
+              f"{per_round:.3f} ms; target < {CPU_TARGET_MS} ms) {'OK' if extra_cpu_ms < CPU_TARGET_MS else 'MISSED'}")
+        print(f"bare loop vs ideal: {bare_wall / ideal:.2f}x (litellm's own client cost at this concurrency)")
+        if args.profile or ratio > RATIO_TARGET or extra_cpu_ms >= CPU_TARGET_MS:
+            print("\n--- cProfile of one judgekit run (judgekit's own functions) ---")
+            print(profile_judgekit(jobs, conc, Path(tmp)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
