@@ -2,8 +2,10 @@
 
 `judgekit run` judges 40 trajectories (faithfulness) at concurrency 4 against a scripted judge
 in another process that answers after 0.2 s and logs when each request arrived and when its
-answer went out. The run is killed with SIGKILL five times at seeded random moments, then
-allowed to finish.
+answer went out. The run is killed with SIGKILL five times at seeded random moments (after a
+random number, 0 to 6, of that run's answers went out, plus a random 0.02-0.3 s, so kills land
+before any answer, while answers are being processed and in steady judging), then allowed to
+finish.
 
 "None requested twice" cannot hold strictly: a request in flight at a kill (sent, maybe even
 answered, but its verdict not yet written) dies with the process, and the next run must ask
@@ -55,8 +57,8 @@ TRAJECTORIES = 40
 CONCURRENCY = 4
 LATENCY_S = 0.2
 KILLS = 5
-KILL_DELAY_S = (0.05, 0.35)  # after the run's first request: < 2 latencies, so each run stores at most
-# `concurrency` verdicts and no run can finish before its kill
+KILL_AFTER_ANSWERS = (0, 6)  # kill once this many answers of the run went out (0: its first request)...
+KILL_DELAY_S = (0.02, 0.3)  # ...plus this long: no run can store all 40 verdicts before its kill
 EXEC_EVERY_RUN = os.environ.get("JUDGEKIT_KILL_TEST_EXEC") == "1"
 
 
@@ -154,14 +156,14 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def wait_for_request_after(path: Path, since: float, timeout_s: float = 60) -> float:
+def wait_for_events(path: Path, since: float, kind: str, count: int, timeout_s: float = 60) -> None:
+    """Until the server logged `count` events of `kind` ('recv' or 'sent') at or after `since`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for event in read_log(path):
-            if event["event"] == "recv" and event["t"] >= since:
-                return event["t"]
-        time.sleep(0.01)
-    raise AssertionError("the run sent no request")
+        if sum(e["event"] == kind and e["t"] >= since for e in read_log(path)) >= count:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the run did not get {count} {kind!r} events")
 
 
 def stored_keys(cache_dir: Path, keys: set[str]) -> set[str]:
@@ -204,9 +206,11 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
         runs: list[Run] = []
         for i in range(KILLS):
             run = Run(started=time.monotonic())
+            answers, delay = rng.randint(*KILL_AFTER_ANSWERS), rng.uniform(*KILL_DELAY_S)
             pid = launcher.start(args, tmp_path / f"run{i}.log")
-            wait_for_request_after(log_path, run.started)
-            time.sleep(rng.uniform(*KILL_DELAY_S))
+            wait_for_events(log_path, run.started, "recv", 1)
+            wait_for_events(log_path, run.started, "sent", answers)
+            time.sleep(delay)
             run.killed = time.monotonic()
             os.kill(pid, signal.SIGKILL)
             status, pid = launcher.wait(pid), None
