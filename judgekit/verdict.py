@@ -7,7 +7,7 @@ reason, never pass and never fail. Every verdict carries its provenance.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,28 +23,32 @@ class _Answer(BaseModel):
 class TaskSuccessAnswer(_Answer):
     """The judge's answer on task success: from the task and the end-state diff."""
 
-    reasons: list[str] = Field(description="Why, one short sentence each, citing the diff.")
+    reasons: list[Annotated[str, Field(max_length=300)]] = Field(
+        max_length=10, description="Why, one short sentence each, citing the diff."
+    )
     verdict: Literal["pass", "fail"] = Field(description="Did the world end up as the task asked?")
 
 
 class Evidence(_Answer):
-    id: str = Field(description="An evidence id from the prompt: R<n> for a tool result, C<n> for context.")
-    quote: str = Field(description="A short exact quote from that evidence that supports the claim.")
+    id: str = Field(max_length=16, description="An evidence id from the prompt: R<n> for a tool result, C<n> for context.")
+    quote: str = Field(max_length=200, description="A short exact quote from that evidence that supports the claim.")
 
 
 class Claim(_Answer):
-    claim: str = Field(description="One atomic claim made in the agent's output.")
+    claim: str = Field(max_length=300, description="One atomic claim made in the agent's output.")
     supported: bool = Field(description="True only when the evidence states the claim.")
-    evidence: list[Evidence] = Field(description="Citations; empty when unsupported.")
+    evidence: list[Evidence] = Field(max_length=5, description="Citations; empty when unsupported.")
 
 
 class FaithfulnessAnswer(_Answer):
     """The judge's answer on faithfulness: every claim with its evidence."""
 
-    claims: list[Claim] = Field(description="Every atomic claim in the output.")
+    claims: list[Claim] = Field(max_length=30, description="Every atomic claim in the output.")
 
 
+# Length limits bound what a judge may write, so a constrained decoder always closes the JSON.
 ANSWERS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "faithfulness": FaithfulnessAnswer}
+ANSWER_SCHEMAS: dict[str, dict[str, Any]] = {axis: model.model_json_schema() for axis, model in ANSWERS.items()}
 
 
 class Provenance(BaseModel):

@@ -11,7 +11,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from judgekit.calibration._bootstrap import ratio
 
@@ -55,6 +54,8 @@ def binary_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarra
 
 def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
     """scikit-learn's Cohen's kappa; None when undefined (no items, or one shared constant class)."""
+    from sklearn.metrics import cohen_kappa_score  # seconds to import: only when needed
+
     if len(a) == 0:
         return None
     with warnings.catch_warnings():

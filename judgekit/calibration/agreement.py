@@ -39,7 +39,6 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.stats import rankdata, spearmanr
 
 from judgekit.calibration._aggregate import (
     AxisCoverage,
@@ -165,6 +164,8 @@ def _binary_stats(
 
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
     rx = rankdata(x, axis=-1)
     ry = rankdata(y, axis=-1)
     rx = rx - rx.mean(axis=-1, keepdims=True)
@@ -177,6 +178,8 @@ def _spearman_point(x: np.ndarray, y: np.ndarray) -> float | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        from scipy.stats import spearmanr
+
         value = float(spearmanr(x, y).statistic)
     return value if np.isfinite(value) else None
 

@@ -14,7 +14,6 @@ from functools import lru_cache
 
 import numpy as np
 from jsonschema import Draft202012Validator
-from scipy.optimize import linear_sum_assignment
 
 from judgekit._io import canonical_json
 from judgekit.checks._paths import path_matches, render_path
@@ -53,6 +52,8 @@ def _pair_score(expected: ExpectedCall, call: Call) -> int:
 
 
 def _match_unordered(scores: np.ndarray) -> dict[int, int]:
+    from scipy.optimize import linear_sum_assignment  # optimal matching; imported on first use
+
     rows, cols = linear_sum_assignment(scores, maximize=True)
     return {int(r): int(c) for r, c in zip(rows, cols) if scores[r, c] > 0}
 

@@ -24,7 +24,7 @@ from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
 from judgekit.suite import Budget
-from judgekit.verdict import ANSWERS, JudgeVerdict, Provenance
+from judgekit.verdict import ANSWER_SCHEMAS, ANSWERS, JudgeVerdict, Provenance
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class ResolvedJudge:
     api_key: str | None = None
     floating: bool = False
     override: bool = False
+    max_concurrency: int | None = None  # a server with few slots (the embedded judge has one)
 
 
 @dataclass
@@ -50,7 +51,7 @@ class JudgeJob:
 
     @property
     def response_schema(self) -> dict[str, Any]:
-        return ANSWERS[self.axis].model_json_schema()
+        return ANSWER_SCHEMAS[self.axis]
 
     @property
     def key(self) -> str:
@@ -131,6 +132,7 @@ class JudgeRunner:
         self.on_done = on_done
         self.clock = clock
         self._in_flight: dict[str, asyncio.Future[JudgeVerdict]] = {}
+        self._slots: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._versions = (__version__, litellm_version())
         from judgekit.judge.backend import _litellm
 
@@ -171,6 +173,13 @@ class JudgeRunner:
             raise
         finally:
             del self._in_flight[key]
+
+    def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
+        """Calls to one server never exceed its slots, so queued calls don't time out there."""
+        key = (judge.model_pin, judge.api_base)
+        if key not in self._slots:
+            self._slots[key] = asyncio.Semaphore(judge.max_concurrency or self.concurrency)
+        return self._slots[key]
 
     def _provenance(self, job: JudgeJob, key: str, **extra: Any) -> Provenance:
         judgekit_version, llm_version = self._versions
@@ -223,7 +232,8 @@ class JudgeRunner:
         problem = ""
         for _ in range(1 + spec.invalid_reply_retries):
             try:
-                reply = await self.backend.complete(request, max_attempts=spec.max_attempts)
+                async with self._slot(job.judge):
+                    reply = await self.backend.complete(request, max_attempts=spec.max_attempts)
             except CallFailed as failed:
                 attempts += failed.attempts
                 self.ledger.calls += failed.attempts

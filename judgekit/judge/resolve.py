@@ -54,7 +54,8 @@ class JudgeResolver:
         if spec.model == LOCAL_MODEL:
             server = self._local_server()
             return ResolvedJudge(spec=spec, litellm_model=server.litellm_model, model_pin=server.model_pin,
-                                 api_base=server.api_base, api_key=server.api_key, override=self._override.active)
+                                 api_base=server.api_base, api_key=server.api_key, override=self._override.active,
+                                 max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
         api_key = None
         if spec.api_key_env:
