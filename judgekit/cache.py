@@ -47,8 +47,8 @@ class VerdictCache:
     def put(self, key: str, verdict: JudgeVerdict) -> None:
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
-        payload = {"cache_format": CACHE_FORMAT_VERSION, "verdict": verdict.model_dump(mode="json")}
-        self._cache.set(key, json.dumps(payload, sort_keys=True))
+        # pydantic's own JSON encoder (fast), wrapped in the versioned envelope.
+        self._cache.set(key, f'{{"cache_format":{CACHE_FORMAT_VERSION},"verdict":{verdict.model_dump_json()}}}')
 
     def stats(self) -> dict[str, Any]:
         return {"directory": str(self.directory), "entries": len(self._cache), "bytes": self._cache.volume()}

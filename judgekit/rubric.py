@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from judgekit._io import load_document, sha256_json
 from judgekit.judge.spec import JudgeSpec
@@ -189,6 +189,9 @@ class FaithfulnessCriteria(_Strict):
 class Rubric(_Strict):
     """A versioned rubric. Its canonical hash is what `judgekit rubric lock` freezes."""
 
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    _sha256: str | None = PrivateAttr(None)
+
     format_version: Literal[1] = Field(RUBRIC_FORMAT_VERSION, description="Rubric format version.")
     id: str = Field(description="Stable id: lowercase letters, digits, '.', '_', '-'.")
     version: str = Field(description="Semantic version; bump it whenever criteria change.")
@@ -242,7 +245,15 @@ class Rubric(_Strict):
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
     def sha256(self) -> str:
-        return sha256_json(self.canonical())
+        # Rubrics are frozen once loaded (pre-registered), so the hash is computed once.
+        if self._sha256 is None:
+            self._sha256 = sha256_json(self.canonical())
+        return self._sha256
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Rubric:
+        copy = super().model_copy(update=update, deep=deep)
+        copy._sha256 = None  # a copy with updates is other content
+        return copy
 
 
 def load_rubric(path: str | Path) -> Rubric:

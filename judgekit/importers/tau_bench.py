@@ -70,7 +70,7 @@ def _check_record(record: Any, src: Path, n: int) -> None:
         raise InputError(f"record {n}: info.task.actions is missing or not a list", src)
 
 
-def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date) -> Rubric:
+def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date, write_tools: list[str]) -> Rubric:
     writes = [action for action in task["actions"] if WRITE_TOOL.match(action["name"])]
     return Rubric.model_validate(
         {
@@ -85,7 +85,7 @@ def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date) -> Rub
                     {"tool": action["name"], "args": {k: {"const": v} for k, v in action["kwargs"].items()}}
                     for action in writes
                 ],
-                "in_scope": None,
+                "in_scope": write_tools,
                 "ordered": False,
             },
         }
@@ -114,8 +114,7 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
     entries = []
     for task_id in sorted(by_task, key=lambda t: (str(type(t)), t)):
         runs = by_task[task_id]
-        rubric = rubric_for_task(task_id, runs[0][1]["info"]["task"], registered)
-        rubric.tool_correctness.in_scope = sorted(write_tools)
+        rubric = rubric_for_task(task_id, runs[0][1]["info"]["task"], registered, sorted(write_tools))
         rubric_path = rubric_dir / f"{rubric.id}.yaml"
         write_text_atomically(rubric_path, yaml.safe_dump(rubric.canonical(), sort_keys=False, allow_unicode=True))
         lines = []

@@ -124,6 +124,7 @@ class LitellmBackend:
         self.backoff_max_s = backoff_max_s
         self.sleep = sleep
         self.rng = rng or random.Random(0)
+        self._unpriced: set[str | None] = set()
 
     def _wait(self, retry_state) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""
@@ -175,14 +176,22 @@ class LitellmBackend:
             raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], attempts) from None
         return self._reply(response, attempts)
 
+    def _cost(self, response: Any) -> float | None:
+        """From litellm's offline cost map; None (unknown, not zero) for a model it cannot price.
+        Such models are remembered: litellm's failing lookup costs about a millisecond each time."""
+        model = getattr(response, "model", None)
+        if model in self._unpriced:
+            return None
+        try:
+            return float(_litellm().completion_cost(completion_response=response))
+        except Exception:  # noqa: BLE001 - litellm raises several kinds for an unknown model
+            self._unpriced.add(model)
+            return None
+
     def _reply(self, response: Any, attempts: int) -> RawReply:
-        litellm = _litellm()
         message = response.choices[0].message
         usage = getattr(response, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # noqa: BLE001 - unknown models have no price: cost unknown, not zero
-            cost = None
+        cost = self._cost(response)
         return RawReply(
             content=message.content,
             refusal=getattr(message, "refusal", None),

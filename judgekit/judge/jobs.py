@@ -263,12 +263,13 @@ class JudgeRunner:
                 return self._unscored(job, key, "refusal", reply.refusal or "refused",
                                       latency_s=self.clock() - started, **usage)
             try:
-                answer = ANSWERS[job.axis].model_validate(json.loads(reply.content or ""))
+                data = json.loads(reply.content or "")
+                ANSWERS[job.axis].model_validate(data)  # strict: valid as sent, or not at all
             except (json.JSONDecodeError, ValidationError) as exc:
                 problem = f"{type(exc).__name__}: {str(exc)[:300]}"
                 continue
             verdict = JudgeVerdict(
-                axis=job.axis, status="scored", answer=answer.model_dump(mode="json"),
+                axis=job.axis, status="scored", answer=data,
                 provenance=self._provenance(job, key, latency_s=self.clock() - started, **usage),
             )
             if self.cache is not None:
