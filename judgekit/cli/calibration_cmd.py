@@ -140,6 +140,8 @@ def print_gate(report) -> None:
     for axis in report.axes:
         value = "n/a" if axis.value is None else f"{axis.value:.3f}"
         status = "PASS" if axis.passed else "FAIL"
+        if axis.gating_n == 0 and axis.advisory:
+            status = "ADVISORY"  # shown, never gating
         click.echo(f"{status} {axis.axis}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
                    + (f", {axis.unscored} unscored" if axis.unscored else ""))
         for reason in axis.reasons:

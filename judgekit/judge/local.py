@@ -91,8 +91,11 @@ def local_model_pin(gguf_path: str | Path | None = None, model_name: str = MODEL
 
 
 def _default_threads() -> int:
-    # Half the cores, 1 to 4. llama.cpp's threads spin at barriers: on a loaded 2-core box,
-    # 2 threads measured ~10x slower than 1, so never take every core.
+    # JUDGEKIT_LOCAL_THREADS wins. Otherwise half the cores, 1 to 4: llama.cpp's threads spin
+    # at barriers, and on a loaded 2-core box 2 threads measured ~10x slower than 1.
+    configured = os.environ.get("JUDGEKIT_LOCAL_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 

@@ -1,0 +1,5 @@
+"""``python -m judgekit`` runs the CLI."""
+
+from judgekit.cli import main
+
+main()

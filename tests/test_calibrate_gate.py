@@ -1,0 +1,160 @@
+"""Calibration decides which judges may gate: approval records, advisory axes, drift, the gate.
+
+A scripted judge that agrees with the example's human labels is approved and gates; a judge
+that disagrees (or has no approval) is advisory and the gate says which command would approve
+it. The embedded local judge is measured for real, and refused, in test_local_calibration.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit.cli import main
+from judgekit.testing import Reply, ScriptedOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = {json.loads(line)["trajectory_id"]: json.loads(line)["score"]
+          for line in (ROOT / "calibration/update-email/labels.jsonl").read_text().splitlines()}
+OUTPUTS = {json.loads(line)["output"]: json.loads(line)["id"]
+           for line in (ROOT / "examples/email-update/calibration-sample.jsonl").read_text().splitlines()}
+SUPPORTED = {"claim": "the email is alice@example.com", "supported": True,
+             "evidence": [{"id": "R1", "quote": "alice@example.com"}]}
+UNSUPPORTED = {"claim": "something the tools never said", "supported": False, "evidence": []}
+
+
+def _output(request: dict) -> str:
+    user = request["messages"][1]["content"]
+    return json.loads(re.search(r'^O = (".*")$', user, re.M).group(1))
+
+
+def answer_like_the_labels(request: dict, n: int) -> Reply:
+    """A judge whose faithfulness score equals the human label (1.0 for unlabelled outputs)."""
+    score = LABELS.get(OUTPUTS.get(_output(request)), 1.0)
+    claims = {1.0: [SUPPORTED], 0.5: [SUPPORTED, UNSUPPORTED], 0.0: [UNSUPPORTED]}[score]
+    return Reply.ok(json.dumps({"claims": claims}))
+
+
+def answer_the_opposite(request: dict, n: int) -> Reply:
+    score = LABELS.get(OUTPUTS.get(_output(request)), 1.0)
+    return Reply.ok(json.dumps({"claims": [UNSUPPORTED] if score >= 0.5 else [SUPPORTED]}))
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A copy of the example project (suites, rubric, lock, labels) to write approvals into."""
+    for part in ("examples", "rubrics", "calibration"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    return tmp_path
+
+
+def cli(project: Path, *args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def judge_args(server, model="openai/scripted-judge-2024-08-06") -> list[str]:
+    return ["--judge-model", model, "--judge-api-base", server.base_url]
+
+
+def calibrate(project: Path, server, *extra: str):
+    return cli(
+        project, "calibrate", str(project / "examples/email-update/calibration.yaml"),
+        "--labels", str(project / "calibration/update-email/labels.jsonl"),
+        "--cache-dir", str(project / "cache"), *judge_args(server), *extra,
+    )
+
+
+def approvals(project: Path) -> list[dict]:
+    folder = project / "calibration/update-email/approvals"
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
+
+
+def run_and_gate(project: Path, server) -> tuple[object, dict]:
+    out = project / "run.json"
+    result = cli(project, "run", str(project / "examples/email-update"), "--out", str(out), "--gate",
+                 "--cache-dir", str(project / "cache"), *judge_args(server))
+    return result, json.loads(out.read_text())
+
+
+def test_an_agreeing_judge_is_approved_and_gates(project):
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        calibrated = calibrate(project, server)
+        assert calibrated.exit_code == 0, calibrated.output
+        [record] = approvals(project)
+        decision = record["axes"]["faithfulness"]
+        assert decision["decision"] == "approved"
+        assert decision["n"] == 24 and decision["kappa"]["value"] == pytest.approx(1.0)
+        assert record["thresholds"] == {"min_kappa": 0.6, "min_items": 20}
+        assert "APPROVED" in calibrated.output and "kappa 1.000" in calibrated.output
+
+        gated, run = run_and_gate(project, server)
+    # The run's judge has the calibrated fingerprint, so faithfulness gates: all 9 verdicts
+    # count and none is advisory. (Its citations to R1 fail verification where R1 is not the
+    # update, so its mean is below 1.) Task success fails by design.
+    fingerprints = {r["axes"]["faithfulness"]["judge"]["model_pin"] for r in run["results"]}
+    assert fingerprints == {"openai/scripted-judge-2024-08-06"}
+    assert gated.exit_code == 1
+    section = gated.output.split("faithfulness: ")[-1].split("task_success")[0]
+    assert re.match(r"[\d.]+ \(min 1\.0\) over 9 gating verdict", section)
+    assert "advisory" not in section
+    assert re.search(r"^FAIL task_success: 0\.333", gated.output, re.M)
+    assert gated.output.rstrip().endswith("gate: FAILED")
+
+
+def test_a_disagreeing_judge_is_refused_and_only_advises(project):
+    with ScriptedOpenAIServer(answer_the_opposite) as server:
+        calibrated = calibrate(project, server)
+        assert calibrated.exit_code == 1  # refused
+        [record] = approvals(project)
+        assert record["axes"]["faithfulness"]["decision"] == "refused"
+        assert "below 0.6" in " ".join(record["axes"]["faithfulness"]["reasons"])
+        gated, _ = run_and_gate(project, server)
+    assert re.search(r"^ADVISORY faithfulness: n/a \(min 1\.0\) over 0 gating verdict", gated.output, re.M)
+    section = gated.output.split("ADVISORY faithfulness: ")[-1].split("task_success")[0]
+    assert "advisory" in section and "the judge was refused" in section
+    assert "judgekit calibrate SUITE --labels" in section
+
+
+def test_a_judge_without_approval_is_advisory_and_says_how_to_approve(project):
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        gated, _ = run_and_gate(project, server)
+    assert "no approval record matches this judge's fingerprint" in gated.output
+    assert "judgekit calibrate SUITE --labels" in gated.output
+
+
+def test_a_changed_rubric_voids_the_approval(project):
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        assert calibrate(project, server).exit_code == 0
+        rubric = project / "rubrics/update-email.yaml"
+        rubric.write_text(rubric.read_text().replace("version: 1.0.0", "version: 1.1.0").replace(
+            "Claims about the new address", "Claims about the new email address"))
+        assert cli(project, "rubric", "lock", str(rubric), "--lock", str(project / "rubrics/rubrics.lock")).exit_code == 0
+        gated, _ = run_and_gate(project, server)
+    assert "no approval record matches" in gated.output
+
+
+def test_recalibration_compares_with_the_previous_approval(project):
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        assert calibrate(project, server).exit_code == 0
+    with ScriptedOpenAIServer(answer_the_opposite) as server:
+        # Same fingerprint, another behaviour: what a silent provider-side change looks like.
+        again = calibrate(project, server, "--compare", "--cache-dir", str(project / "cache-2"))
+    assert again.exit_code == 1
+    assert "DRIFT ALARM faithfulness" in again.output
+    assert "fell below the previous interval" in again.output
+    assert re.search(r"faithfulness: mean human 0\.\d+, mean judge 0\.\d+ on 24 items", again.output)
+    [record] = approvals(project)
+    [drift] = record["drift"]
+    assert drift["alarm"] and drift["kappa_change"] < -1.0
+
+
+def test_gate_refuses_what_is_not_a_run_record(project):
+    bad = project / "run.json"
+    bad.write_text("{}")
+    result = CliRunner().invoke(main, ["gate", str(bad)])
+    assert result.exit_code == 2 and "not a run record" in result.output

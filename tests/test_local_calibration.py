@@ -1,0 +1,62 @@
+"""The embedded local judge, measured for real against the example's human labels, is refused.
+
+SmolLM2-135M judges at about chance (and rarely finishes a valid verdict within the example's
+token limit): calibration must refuse it, and a run judged by it must leave faithfulness
+advisory. This runs the real llama.cpp server through litellm; it takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def judgekit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "JUDGEKIT_LOCAL_THREADS": "2"}
+    return subprocess.run(
+        [sys.executable, "-m", "judgekit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
+    for part in ("examples", "rubrics", "calibration"):
+        shutil.copytree(ROOT / part, tmp_path / part)
+    calibrated = judgekit(
+        "calibrate", "examples/email-update/calibration.yaml",
+        "--labels", "calibration/update-email/labels.jsonl", "--compare", cwd=tmp_path,
+    )
+    print(calibrated.stdout, calibrated.stderr[-2000:])
+    assert calibrated.returncode == 1, calibrated.stderr  # refused, not crashed
+    [path] = (tmp_path / "calibration/update-email/approvals").glob("*.json")
+    record = json.loads(path.read_text())
+    decision = record["axes"]["faithfulness"]
+    assert decision["decision"] == "refused"
+    assert record["judge"]["model_pin"].startswith("local/smollm2-135m-instruct@sha256:")
+    kappa = decision["kappa"]["value"]
+    assert decision["n"] < 20 or kappa is None or kappa < 0.6, decision
+
+    # A run of three of those trajectories with the same judge: faithfulness is shown but
+    # advisory, and the gate names the refusal and the command that would approve a judge.
+    suite = tmp_path / "examples/email-update/three.yaml"
+    sample = tmp_path / "examples/email-update/calibration-sample.jsonl"
+    (suite.parent / "three.jsonl").write_text("\n".join(sample.read_text().splitlines()[:3]) + "\n")
+    suite.write_text(
+        (tmp_path / "examples/email-update/calibration.yaml").read_text().replace("calibration-sample.jsonl", "three.jsonl")
+    )
+    run = judgekit("run", str(suite.relative_to(tmp_path)), "--gate", "--out", "run.json", cwd=tmp_path)
+    print(run.stdout[-3000:])
+    assert run.returncode in (0, 1), run.stderr
+    assert "the judge was refused" in run.stdout
+    assert "judgekit calibrate SUITE --labels" in run.stdout
+    results = json.loads((tmp_path / "run.json").read_text())["results"]
+    assert {r["axes"]["faithfulness"]["judge"]["model_pin"] for r in results} == {record["judge"]["model_pin"]}
