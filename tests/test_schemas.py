@@ -1,0 +1,49 @@
+"""The JSON Schemas committed under schemas/ are exactly what the code generates, and valid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from judgekit.schemas import SCHEMA_NAMES, schema_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_committed_schema_matches_the_code(name):
+    committed = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
+    assert committed == schema_for(name), f"schemas/{name}.schema.json is stale: run `python -m judgekit.schemas schemas`"
+    Draft202012Validator.check_schema(committed)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        pytest.param("rubric", "rubrics/update-email.yaml", id="rubric"),
+        pytest.param("suite", "examples/email-update/suite.yaml", id="suite"),
+        pytest.param("suite", "examples/email-update/calibration.yaml", id="calibration_suite"),
+    ],
+)
+def test_bundled_files_validate_against_their_schema(name, path):
+    # YAML reads an unquoted date as a date; editors (YAML 1.2) and the schema see a string.
+    document = json.loads(json.dumps(yaml.safe_load((ROOT / path).read_text()), default=str))
+    errors = list(Draft202012Validator(schema_for(name)).iter_errors(document))
+    assert not errors, [e.message for e in errors]
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        pytest.param("trajectory", "examples/email-update/trajectories.jsonl", id="trajectories"),
+        pytest.param("labels", "calibration/update-email/labels.jsonl", id="labels"),
+    ],
+)
+def test_bundled_lines_validate_against_their_schema(name, path):
+    validator = Draft202012Validator(schema_for(name))
+    for line in (ROOT / path).read_text().splitlines():
+        assert not list(validator.iter_errors(json.loads(line)))
