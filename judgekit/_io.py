@@ -56,12 +56,8 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     path = Path(path)
     try:
         handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError("file not found", path) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, expected a file", path) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from None
+        raise unreadable(exc, path) from None
     with handle:
         # Bytes line by line, decoded one line at a time, so an error names its own line.
         for line_no, raw in enumerate(handle, start=1):
@@ -83,18 +79,23 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 raise InputError(describe_validation_error(exc), path, line_no) from None
 
 
+def unreadable(exc: OSError, path: Path, expected: str = "a file") -> InputError:
+    """The one-line error for a file that cannot be opened."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError("file not found", path)
+    if isinstance(exc, IsADirectoryError):
+        return InputError(f"is a folder, expected {expected}", path)
+    return InputError(f"cannot read: {exc.strerror}", path)
+
+
 def read_text(path: str | Path) -> str:
     path = Path(path)
     try:
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, expected a file", path) from None
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path) from None
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from None
+        raise unreadable(exc, path) from None
 
 
 def find_node(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judgekit._io import canonical_json, read_text, strict_json_loads
+from judgekit._io import canonical_json, read_text, strict_json_loads, unreadable
 from judgekit.errors import InputError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -296,16 +296,19 @@ def _table_info(conn: sqlite3.Connection, name: str, sql: str, path: Path) -> Ta
     return TableInfo(name, sql, names, tuple(c[1] for c in columns), key, rowid)
 
 
-def _check_sqlite_file(path: Path) -> None:
+def _read_header(path: Path, expected: str) -> bytes:
+    """The first bytes of a file, enough to tell a SQLite database."""
     if path.is_dir():
-        raise InputError("is a folder, expected a SQLite database file", path)
+        raise InputError(f"is a folder, expected {expected}", path)
     try:
         with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
-        raise InputError("file not found", path) from None
+            return handle.read(len(SQLITE_HEADER))
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from None
+        raise unreadable(exc, path, expected) from None
+
+
+def _check_sqlite_file(path: Path) -> None:
+    header = _read_header(path, "a SQLite database file")
     # A 0-byte file is what SQLite itself leaves for a database with no tables yet.
     if header and header != SQLITE_HEADER:
         raise InputError("not a SQLite database (it does not start with the 'SQLite format 3' header)", path)
@@ -330,15 +333,6 @@ def load_snapshot(spec: SnapshotSpec, base_dir: str | Path, *, inline_source: st
 def snapshot_from_path(path: str | Path) -> Snapshot:
     """A SQLite database when the file has the SQLite header, else a JSON document."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError("is a folder, expected a JSON document or a SQLite database", path)
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
-        raise InputError("file not found", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from None
-    if header == SQLITE_HEADER:
+    if _read_header(path, "a JSON document or a SQLite database") == SQLITE_HEADER:
         return SqliteSnapshot(path)
     return load_json_file(path, expected="a JSON document or a SQLite database")
