@@ -37,10 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit._io import iter_jsonl
 from judgekit.errors import InputError
+from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
 
-Axis = Literal["task_success", "tool_correctness", "faithfulness"]
-"""The independent scoring axes."""
-AXES: tuple[Axis, ...] = ("task_success", "tool_correctness", "faithfulness")
 
 ItemKind = Literal["binary", "graded", "pairwise"]
 BinaryChoice = Literal["pass", "fail"]
