@@ -15,8 +15,9 @@ from judgekit.errors import ConfigError, InputError
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.jobs import JudgeJob, JudgeRunner, Ledger
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
+from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import Evidence, build_prompt
-from judgekit.results import TrajectoryResult
+from judgekit.results import TaskSuccessResult, TrajectoryResult
 from judgekit.rubric import Rubric
 from judgekit.runner import iter_trajectories_of, score_deterministic
 from judgekit.suite import Budget, LoadedSuite
@@ -54,6 +55,19 @@ def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: World
     return build_prompt(axis, criteria.guide, loaded.trajectory, diff, show_output=show_output)
 
 
+def _judge_spec(rubric: Rubric, axis: str, suite_judge: JudgeSpec | None, override: JudgeOverride) -> JudgeSpec:
+    """The rubric's judge, else the suite's, else one named only on the command line."""
+    spec = rubric.judge or suite_judge
+    if spec is None and override.model:
+        spec = JudgeSpec(model=override.model)
+    if spec is None:
+        raise ConfigError(
+            f"rubric {rubric.ref} needs a judge for {axis} but none is configured: add `judge:` "
+            "to the suite or the rubric, or pass --judge-model"
+        )
+    return spec
+
+
 def score_suite(loaded: LoadedSuite, options: RunOptions | None = None) -> tuple[list[TrajectoryResult], Ledger | None]:
     """Results in suite order (repeat 0), and the judge ledger (None when nothing was judged)."""
     results, ledger, _ = score_suite_with_repeats(loaded, options)
@@ -79,22 +93,11 @@ def score_suite_with_repeats(
             for axis in rubric.judged_axes():
                 if axis in result.axes and result.axes[axis].status == "error":
                     continue  # bad input already recorded; nothing to judge
-                spec = rubric.judge or suite.judge
-                if spec is None and options.override.model:
-                    from judgekit.judge.spec import JudgeSpec
-
-                    spec = JudgeSpec(model=options.override.model)
-                if spec is None:
-                    raise ConfigError(
-                        f"rubric {rubric.ref} needs a judge for {axis} but none is configured: add `judge:` "
-                        "to the suite or the rubric, or pass --judge-model"
-                    )
+                spec = _judge_spec(rubric, axis, suite.judge, options.override)
                 judge = resolver.resolve(spec)
                 try:
                     prompt = prompt_for(rubric, axis, item, world, spec.show_output_for_task_success)
-                except InputError as exc:
-                    from judgekit.results import TaskSuccessResult
-
+                except InputError as exc:  # only task success reads the world for its prompt
                     result.axes[axis] = TaskSuccessResult(status="error", error=str(exc))
                     continue
                 for repeat in range(options.repeats):
@@ -103,9 +106,7 @@ def score_suite_with_repeats(
             return results, None, {}
         cache = None
         if options.use_cache:
-            cache_dir = options.cache_dir or (Path(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR)
-            if suite.cache_dir and not options.cache_dir:
-                cache_dir = loaded.resolve(suite.cache_dir)
+            cache_dir = options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR)
             cache = stack.enter_context(VerdictCache(cache_dir))
         runner = JudgeRunner(
             backend=options.backend,

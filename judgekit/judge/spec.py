@@ -77,5 +77,5 @@ def check_pinned(model: str, *, allow_floating: bool) -> bool:
     raise ConfigError(
         f"judge model {model!r} is not pinned to a snapshot: name a dated version "
         "(e.g. 'openai/gpt-4o-2024-08-06') or a sha256 pin, or set `allow_floating: true` in the "
-        "suite (verdicts will then say the model floated)"
+        "suite or pass --allow-floating (verdicts will then say the model floated)"
     )
