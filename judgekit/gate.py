@@ -76,9 +76,11 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
     advisory: dict[tuple[str, str, str], int] = defaultdict(int)
     calib_pairs: dict[str, list[tuple[bool, bool]]] = {}
     judge_binary: dict[str, list[bool]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
     for result in record.results:
         for axis, res in result.axes.items():
             if res.status == "error":
+                errors[axis] += 1  # bad input: the run is not a measurement of this axis
                 continue
             if res.judge is None:  # deterministic: always gates
                 gating[axis].append(float(res.passed) if axis == "task_success" else res.score)
@@ -103,7 +105,7 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
                 gating[axis].append(float(all(c.passed for c in res.checks if c.source == "deterministic")))
 
     axes_out = []
-    for axis in sorted(set(gating) | set(advisory_values) | {a for a, _, _ in advisory} | set(unscored)):
+    for axis in sorted(set(gating) | set(advisory_values) | {a for a, _, _ in advisory} | set(unscored) | set(errors)):
         values = gating.get(axis, [])
         minimum = policy.minimum(axis)
         value = sum(values) / len(values) if values else None
@@ -111,6 +113,8 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
         if value is not None and value < minimum:
             what = "pass rate" if axis == "task_success" else "mean score"
             reasons.append(f"{what} {value:.3f} is below {minimum}")
+        if errors[axis]:
+            reasons.append(f"{errors[axis]} trajectories could not be scored (input errors; see the run's output)")
         judged = len(values) + unscored[axis]
         if unscored[axis] and unscored[axis] / judged > policy.max_unscored_rate:
             reasons.append(f"{unscored[axis]} of {judged} gating judge verdicts are unscored (max rate {policy.max_unscored_rate})")

@@ -158,3 +158,15 @@ def test_gate_refuses_what_is_not_a_run_record(project):
     bad.write_text("{}")
     result = CliRunner().invoke(main, ["gate", str(bad)])
     assert result.exit_code == 2 and "not a run record" in result.output
+
+
+def test_input_errors_fail_the_gate(project, tmp_path):
+    broken = project / "examples/email-update/trajectories.jsonl"
+    broken.write_text(broken.read_text().replace("snapshots/after-ok.db", "snapshots/missing.db", 1))
+    out = project / "run.json"
+    ran = CliRunner().invoke(main, ["run", str(project / "examples/email-update"), "--out", str(out), "--no-cache",
+                                    "--judge-model", "openai/x-2024-01-01", "--judge-api-base", "http://127.0.0.1:9/v1"])
+    assert ran.exit_code == 2
+    gated = CliRunner().invoke(main, ["gate", str(out)])
+    assert gated.exit_code == 1
+    assert "1 trajectories could not be scored" in gated.output

@@ -119,7 +119,11 @@ def calibrate(
         if not records:
             raise InputError(f"rubric {rubric_ref} has no judged axis among the labelled items", labels_path)
         report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=threshold)
-        provenance = next(r.axes[a].judge for r in results if r.rubric == rubric_ref for a in r.axes if r.axes[a].judge)
+        provenance = next(
+            (r.axes[a].judge for r in results if r.rubric == rubric_ref for a in r.axes if r.axes[a].judge), None
+        )
+        if provenance is None:
+            raise InputError(f"no judge verdict for rubric {rubric_ref}: every judged axis failed on input", labels_path)
         identity = JudgeIdentity.of(provenance)
         previous = latest_approval(calibration_dir, rubric.id)
         axes: dict[str, AxisApproval] = {}
