@@ -138,27 +138,18 @@ class LitellmBackend:
         self.rng = rng or random.Random(0)
         self._unpriced: set[str | None] = set()
 
-    def _wait(self, retry_state) -> float:
+    def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""
-        exc = retry_state.outcome.exception()
         after = _retry_after(exc) if exc is not None else None
         if after is not None:
             return after
-        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt_number - 1))
         return self.rng.uniform(0, cap)
 
     async def complete(self, request: CallRequest, *, max_attempts: int | None = None) -> RawReply:
-        from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
-
+        """One reply, or CallFailed('timeout' | 'provider_error') after bounded attempts."""
         litellm = _litellm()
-        attempts = 0
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(max_attempts or self.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(_is_transient),
-            sleep=self.sleep,
-            reraise=False,
-        )
+        max_attempts = max_attempts or self.max_attempts
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": request.messages,
@@ -166,7 +157,7 @@ class LitellmBackend:
             "seed": request.seed,
             "max_tokens": request.max_tokens,
             "timeout": request.timeout_s,
-            "num_retries": 0,  # tenacity retries, so backoff and Retry-After are ours
+            "num_retries": 0,  # we retry, so backoff and Retry-After are ours
         }
         if request.response_format is not None:
             kwargs["response_format"] = request.response_format
@@ -174,13 +165,39 @@ class LitellmBackend:
             kwargs["api_base"] = request.api_base
         if request.api_key:
             kwargs["api_key"] = request.api_key
+
+        async def call():
+            # A safety net over litellm's own timeout (no extra task, unlike wait_for).
+            async with asyncio.timeout(request.timeout_s + 5):
+                return await litellm.acompletion(**kwargs)
+
+        # The first attempt runs bare: most calls succeed, and tenacity's bookkeeping costs
+        # about as much as judgekit's own work per verdict. Retries go through tenacity.
+        try:
+            response = await call()
+        except Exception as exc:  # noqa: BLE001 - classified just below
+            if not _is_transient(exc) or max_attempts == 1:
+                raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], 1) from None
+            return await self._retry(call, exc, max_attempts)
+        return self._reply(response, attempts=1)
+
+    async def _retry(self, call, first_failure: BaseException, max_attempts: int) -> RawReply:
+        from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
+
+        await self.sleep(self._backoff(first_failure, 1))
+        attempts = 1
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(max_attempts - 1),
+            wait=lambda state: self._backoff(state.outcome.exception(), state.attempt_number + 1),
+            retry=retry_if_exception(_is_transient),
+            sleep=self.sleep,
+            reraise=False,
+        )
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    # A safety net over litellm's own timeout (no extra task, unlike wait_for).
-                    async with asyncio.timeout(request.timeout_s + 5):
-                        response = await litellm.acompletion(**kwargs)
+                    response = await call()
         except RetryError as exc:
             last = exc.last_attempt.exception()
             raise CallFailed(_failure_reason(last), f"{type(last).__name__}: {last}"[:500], attempts) from None
