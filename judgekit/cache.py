@@ -30,7 +30,9 @@ class VerdictCache:
         import diskcache
 
         self.directory = Path(directory)
-        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**40)
+        # Verdicts never expire and are never evicted behind the user's back (prune is explicit),
+        # so culling (a query per write) has nothing to do.
+        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**40, cull_limit=0)
 
     def get(self, key: str) -> JudgeVerdict | None:
         raw = self._cache.get(key)
