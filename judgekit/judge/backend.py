@@ -19,6 +19,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
 
 MAX_RETRY_AFTER_S = 60.0
+_UNPRICED: set[str | None] = set()  # models litellm's cost map cannot price
 
 
 @dataclass
@@ -136,7 +137,6 @@ class LitellmBackend:
         self.backoff_max_s = backoff_max_s
         self.sleep = sleep
         self.rng = rng or random.Random(0)
-        self._unpriced: set[str | None] = set()
 
     def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""
@@ -207,14 +207,15 @@ class LitellmBackend:
 
     def _cost(self, response: Any) -> float | None:
         """From litellm's offline cost map; None (unknown, not zero) for a model it cannot price.
-        Such models are remembered: litellm's failing lookup costs about a millisecond each time."""
+        Such models are remembered for the process: litellm's failing lookup walks its whole cost
+        map (tens of milliseconds the first time)."""
         model = getattr(response, "model", None)
-        if model in self._unpriced:
+        if model in _UNPRICED:
             return None
         try:
             return float(_litellm().completion_cost(completion_response=response))
         except Exception:  # noqa: BLE001 - litellm raises several kinds for an unknown model
-            self._unpriced.add(model)
+            _UNPRICED.add(model)
             return None
 
     def _reply(self, response: Any, attempts: int) -> RawReply:
