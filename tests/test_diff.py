@@ -6,7 +6,6 @@ import copy
 import hashlib
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,11 @@ from judgekit.diff import Change, Diff, apply_json_diff, diff_paths, diff_snapsh
 from judgekit.errors import InputError
 from judgekit.world import JsonSnapshot, SqliteSnapshot
 
+from _sqlite import make_db
+
 
 def jdiff(a: Any, b: Any, keys: dict[str, str] | None = None) -> Diff:
     return diff_snapshots(JsonSnapshot(a, "a.json"), JsonSnapshot(b, "b.json"), keys)
-
-
-def make_db(path: Path, *statements: str | tuple[str, tuple]) -> Path:
-    conn = sqlite3.connect(path)
-    with conn:
-        for statement in statements:
-            sql, params = statement if isinstance(statement, tuple) else (statement, ())
-            conn.execute(sql, params)
-    conn.close()
-    return path
 
 
 def sdiff(tmp: Path, before: list, after: list) -> Diff:

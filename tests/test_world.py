@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,7 @@ from judgekit.world import (
     snapshot_from_path,
 )
 
-
-def make_db(path: Path, *statements: str | tuple[str, tuple]) -> Path:
-    conn = sqlite3.connect(path)
-    with conn:
-        for statement in statements:
-            sql, params = statement if isinstance(statement, tuple) else (statement, ())
-            conn.execute(sql, params)
-    conn.close()
-    return path
+from _sqlite import make_db
 
 
 def load(spec: dict, base: Path):
