@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache
-from judgekit.checks.faithfulness import faithfulness_from_verdict, task_success_with_verdict
+from judgekit.checks.judged import faithfulness_from_verdict, task_success_with_verdict
 from judgekit.checks.world_state import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.jobs import JudgeJob, JudgeRunner, Ledger
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
 from judgekit.judge.spec import JudgeSpec
-from judgekit.prompt import Evidence, build_prompt
+from judgekit.prompt import build_prompt
 from judgekit.results import TaskSuccessResult, TrajectoryResult
 from judgekit.rubric import Rubric
-from judgekit.runner import iter_trajectories_of, score_deterministic
+from judgekit.runner import check_registration, iter_trajectories_of, score_deterministic
 from judgekit.suite import Budget, LoadedSuite
 from judgekit.trajectory import LoadedTrajectory
 
@@ -43,8 +43,6 @@ class _Pending:
     result: TrajectoryResult
     axis: str
     job: JudgeJob
-    evidence: Evidence
-    repeat: int = 0
 
 
 def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: WorldState, show_output: bool):
@@ -79,6 +77,7 @@ def score_suite_with_repeats(
 ) -> tuple[list[TrajectoryResult], Ledger | None, dict[tuple[str, str, int], object]]:
     """Like score_suite, plus every repeat's axis result keyed by (trajectory id, axis, repeat)."""
     options = options or RunOptions()
+    check_registration(loaded)  # scored criteria must be exactly as pre-registered
     suite = loaded.suite
     results: list[TrajectoryResult] = []
     pending: list[_Pending] = []
@@ -101,7 +100,7 @@ def score_suite_with_repeats(
                     result.axes[axis] = TaskSuccessResult(status="error", error=str(exc))
                     continue
                 for repeat in range(options.repeats):
-                    pending.append(_Pending(result, axis, JudgeJob(rubric, axis, prompt, judge, repeat), prompt.evidence, repeat))
+                    pending.append(_Pending(result, axis, JudgeJob(rubric, axis, prompt, judge, repeat)))
         if not pending:
             return results, None, {}
         cache = None
@@ -119,10 +118,10 @@ def score_suite_with_repeats(
     repeats: dict[tuple[str, str, int], object] = {}
     for item, verdict in zip(pending, verdicts):
         if item.axis == "faithfulness":
-            axis_result = faithfulness_from_verdict(verdict, item.evidence)
+            axis_result = faithfulness_from_verdict(verdict, item.job.prompt.evidence)
         else:
             axis_result = task_success_with_verdict(item.result.axes["task_success"], verdict)
-        repeats[(item.result.trajectory_id, item.axis, item.repeat)] = axis_result
-        if item.repeat == 0:
+        repeats[(item.result.trajectory_id, item.axis, item.job.repeat)] = axis_result
+        if item.job.repeat == 0:
             item.result.axes[item.axis] = axis_result
     return results, runner.ledger, repeats

@@ -41,13 +41,12 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     """
     from judgekit.cli._render import print_jsonl, print_ledger, print_table, progress_factory
     from judgekit.judge.resolve import JudgeOverride
-    from judgekit.runner import build_record, check_registration, now
+    from judgekit.runner import build_record, now
     from judgekit.scoring import RunOptions, score_suite
     from judgekit.suite import Budget, load_suite
 
     started = now()
     loaded = load_suite(suite)
-    check_registration(loaded)
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),

@@ -1,4 +1,4 @@
-"""Faithfulness from a judge verdict, with every citation verified deterministically.
+"""Judge verdicts turned into axis results: faithfulness (citations verified) and task success.
 
 The judge lists atomic claims with evidence ids and quotes. judgekit checks each citation: the
 id exists and the quote occurs in that item (whitespace and case normalised). A claim the judge
