@@ -2,9 +2,10 @@
 
 Both send the SAME 400 requests (same messages, same response_format, same parameters) at
 concurrency 32 to a scripted OpenAI server in another process (no shared GIL) that answers
-after 100 ms. judgekit adds what a bare loop lacks: cache keys, a fresh on-disk verdict cache,
-schema validation, retries, provenance, a ledger. The runs alternate (bare, judgekit, bare,
-...) and medians are reported:
+after 100 ms. The bare loop is handed the rendered messages; judgekit's timing includes
+everything it adds: rendering the 400 prompts from their trajectories, cache keys, a fresh
+on-disk verdict cache (every verdict is a call and a durable write), schema validation, retries,
+provenance, a ledger. The runs alternate (bare, judgekit, bare, ...) and medians are reported:
 
     wall time of each, the ratio (target: judgekit <= 1.10 x bare),
     judgekit's own CPU per verdict beyond litellm's: (cpu_judgekit - cpu_bare) / 400 (target < 1.5 ms),
@@ -100,44 +101,14 @@ async def bare_loop(jobs: list[JudgeJob], concurrency: int) -> list[str]:
     return await asyncio.gather(*(one(job) for job in jobs))
 
 
-def judgekit_run(jobs: list[JudgeJob], concurrency: int, cache_root: Path, index: int):
+def judgekit_run(count: int, base_url: str, concurrency: int, cache_root: Path, index: int):
+    jobs = build_jobs(count, base_url)  # prompts rendered from the trajectories: judgekit's work
     with VerdictCache(cache_root / f"cache-{index}") as cache:  # fresh: every verdict is a call
         runner = JudgeRunner(cache=cache, concurrency=concurrency)
         verdicts = asyncio.run(runner.run(jobs))
     assert all(v.status == "scored" for v in verdicts), runner.ledger.as_dict()
     assert runner.ledger.calls == len(jobs) and runner.ledger.cache_hits == 0
     return verdicts
-
-
-def cache_response_schema() -> None:
-    """What-if: JudgeJob.response_schema computed once per axis instead of on every access."""
-    from functools import lru_cache
-
-    from judgekit.verdict import ANSWERS
-
-    schema = lru_cache(maxsize=None)(lambda axis: ANSWERS[axis].model_json_schema())
-    JudgeJob.response_schema = property(lambda self: schema(self.axis))
-    print("what-if: JudgeJob.response_schema cached per axis")
-
-
-def remember_unpriced_models() -> None:
-    """What-if: once litellm failed to price a model, do not ask again (an exception costs ~1 ms)."""
-    import litellm
-
-    original, unpriced = litellm.completion_cost, set()
-
-    def completion_cost(completion_response=None, **kwargs):
-        model = getattr(completion_response, "model", None)
-        if model in unpriced:
-            raise ValueError(f"no price for {model}")
-        try:
-            return original(completion_response=completion_response, **kwargs)
-        except Exception:
-            unpriced.add(model)
-            raise
-
-    litellm.completion_cost = completion_cost
-    print("what-if: litellm.completion_cost skipped for models it could not price")
 
 
 def timed(fn):
@@ -149,7 +120,7 @@ def timed(fn):
 def profile_judgekit(jobs: list[JudgeJob], concurrency: int, cache_root: Path) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
-    judgekit_run(jobs, concurrency, cache_root, 999)
+    judgekit_run(len(jobs), jobs[0].judge.api_base, concurrency, cache_root, 999)
     profiler.disable()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
@@ -165,16 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="profile one judgekit run even if targets are met")
-    parser.add_argument(
-        "--what-if", action="store_true",
-        help="measure judgekit with the two fixes this benchmark suggests, patched in here (not in the "
-        "library): the answer schema computed once per axis, and no cost lookup for a model "
-        "litellm has already failed to price",
-    )
     args = parser.parse_args(argv)
-    if args.what_if:
-        cache_response_schema()
-        remember_unpriced_models()
     n, conc = args.verdicts, args.concurrency
     ideal = n * args.latency / conc
 
@@ -183,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = build_jobs(n, server.base_url)
         # Warm up both paths (litellm's lazy imports, the HTTP client pool) outside the timings.
         asyncio.run(bare_loop(jobs[:conc], conc))
-        judgekit_run(build_jobs(conc, server.base_url)[:conc], conc, Path(tmp), -1)
+        judgekit_run(conc, server.base_url, conc, Path(tmp), -1)
 
         bare, kit = [], []
         for round_ in range(args.rounds):
@@ -197,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     assert len(contents) == n and json.loads(contents[0]) == ANSWER
                     bare.append((wall, cpu))
                 else:
-                    wall, cpu, verdicts = timed(lambda: judgekit_run(jobs, conc, Path(tmp), round_))
+                    wall, cpu, verdicts = timed(lambda: judgekit_run(n, server.base_url, conc, Path(tmp), round_))
                     kit.append((wall, cpu))
             assert server.request_count - before == 2 * n  # both sent every request, once
             print(f"round {round_ + 1}: bare {bare[-1][0]:.3f}s wall {bare[-1][1]:.3f}s cpu | "

@@ -5,11 +5,18 @@ template hash, model pin, parameters, the rendered input) and nothing that canno
 retries, concurrency). Only validated verdicts are stored, as JSON with a format version, never
 pickle. diskcache commits each write to SQLite before ``set`` returns, so a run killed at any
 moment loses no verdict it already stored.
+
+During a run, verdicts are written by one ``CacheWriter`` thread, never on the event loop:
+every SQLite statement releases the GIL, and an event loop that releases it while litellm's
+worker threads are busy waits up to the interpreter's switch interval (5 ms) to get it back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import queue
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -52,6 +59,12 @@ class VerdictCache:
         # pydantic's own JSON encoder (fast), wrapped in the versioned envelope.
         self._cache.set(key, f'{{"cache_format":{CACHE_FORMAT_VERSION},"verdict":{verdict.model_dump_json()}}}')
 
+    def put_many(self, items: list[tuple[str, JudgeVerdict]]) -> None:
+        """Store several verdicts in one transaction: all of them, or none."""
+        with self._cache.transact():
+            for key, verdict in items:
+                self.put(key, verdict)
+
     def stats(self) -> dict[str, Any]:
         return {"directory": str(self.directory), "entries": len(self._cache), "bytes": self._cache.volume()}
 
@@ -80,3 +93,94 @@ class VerdictCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_STOP = object()  # queue marker: commit what was handed over, then end the thread
+
+
+class CacheWriter:
+    """Stores verdicts on its own thread, for coroutines on one event loop.
+
+    ``await writer.put(key, verdict)`` returns once the verdict is committed, or raises what
+    the write raised. Verdicts are committed in groups: from the first one handed over, the
+    writer sleeps for ``window_s`` (handing over does not wake it) and then commits all that
+    arrived in one transaction, which costs about what committing one does. ``flush()`` ends
+    the wait early (a caller needs a commit now); ``close()`` commits everything handed over,
+    then stops the thread.
+    """
+
+    def __init__(self, cache: VerdictCache, *, window_s: float = 0.1):
+        self.cache = cache
+        self.window_s = window_s
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._work, name="judgekit-cache-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: str, verdict: JudgeVerdict) -> asyncio.Future[None]:
+        if verdict.status != "scored":
+            raise ValueError("only validated verdicts are cached")
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise RuntimeError("a CacheWriter serves one event loop")
+        future: asyncio.Future[None] = loop.create_future()
+        self._queue.put((key, verdict, future))
+        return future
+
+    def flush(self) -> None:
+        self._wake.set()
+
+    def close(self) -> None:
+        self._queue.put(_STOP)
+        self._wake.set()
+        self._thread.join()
+
+    def __enter__(self) -> CacheWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _work(self) -> None:
+        try:
+            while True:
+                items = [self._queue.get()]  # idle until something is handed over
+                if items[0] is not _STOP:
+                    self._wake.wait(self.window_s)
+                # Cleared before draining: a flush for anything handed over after the drain
+                # survives to end the next wait.
+                self._wake.clear()
+                while not self._queue.empty():
+                    items.append(self._queue.get_nowait())
+                writes = [item for item in items if item is not _STOP]
+                if writes:
+                    self._commit(writes)
+                if len(writes) < len(items):
+                    return
+        finally:
+            self.cache._cache.close()  # this thread's SQLite connection
+
+    def _commit(self, writes: list[tuple[str, JudgeVerdict, asyncio.Future[None]]]) -> None:
+        error: BaseException | None = None
+        try:
+            self.cache.put_many([(key, verdict) for key, verdict, _ in writes])
+        except BaseException as exc:  # noqa: BLE001 - handed to every coroutine waiting on it
+            error = exc
+        futures = [future for _, _, future in writes]
+        try:
+            self._loop.call_soon_threadsafe(_settle, futures, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
+
+
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():  # its coroutine was cancelled
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)

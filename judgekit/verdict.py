@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit._io import sha256_json
+
 VERDICT_FORMAT_VERSION = 1
 UnscoredReason = Literal["parse_failure", "refusal", "timeout", "budget", "provider_error"]
 
@@ -49,6 +51,7 @@ class FaithfulnessAnswer(_Answer):
 # Length limits bound what a judge may write, so a constrained decoder always closes the JSON.
 ANSWERS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "faithfulness": FaithfulnessAnswer}
 ANSWER_SCHEMAS: dict[str, dict[str, Any]] = {axis: model.model_json_schema() for axis, model in ANSWERS.items()}
+ANSWER_SCHEMA_SHA256: dict[str, str] = {axis: sha256_json(schema) for axis, schema in ANSWER_SCHEMAS.items()}
 
 
 class Provenance(BaseModel):

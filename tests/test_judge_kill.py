@@ -8,13 +8,14 @@ before any answer, while answers are being processed and in steady judging), the
 finish.
 
 "None requested twice" cannot hold strictly: a request in flight at a kill (sent, maybe even
-answered, but its verdict not yet written) dies with the process, and the next run must ask
+answered, but its verdict not yet stored) dies with the process, and the next run must ask
 again. The exact invariant, checked here from the server log and the cache after each kill:
 
     requests == distinct verdicts + requests in flight at a kill (verdict not stored when killed)
 
 and no request is ever sent for a verdict already stored, no run sends one twice, and at
-most `concurrency` requests are lost per kill.
+most 2 x `concurrency` requests are lost per kill: each worker has at most one call in flight
+and at most one answered verdict waiting for the cache's writer thread.
 
 The killed runs are forked from a process that has already imported judgekit and litellm
 (tests/data/judge/cli_zygote.py: the console script's entry point, minus ~6 s of imports per
@@ -251,7 +252,7 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
         assert run.stored_after >= stored_before, f"run {index}: a stored verdict was lost"
         if run.killed is not None:
             lost = [e for e in run.requests if keys[e["digest"]] not in run.stored_after]
-            assert len(lost) <= CONCURRENCY
+            assert len(lost) <= 2 * CONCURRENCY
             lost_per_kill.append(len(lost))
             answered_but_lost += sum(
                 any(d == e["digest"] and run.started <= t < run.killed for d, t in sent) for e in lost

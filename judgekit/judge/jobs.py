@@ -1,8 +1,8 @@
 """Running judge calls: cache first, bounded concurrency, a token and cost ledger, a budget.
 
-A job is one (trajectory, axis) verdict. Each validated verdict is written to the cache the
-moment it exists, so a run killed at any point repeats no call whose verdict was written.
-Identical jobs in one run share one call.
+A job is one (trajectory, axis) verdict. Identical jobs in one run share one call. Each
+validated verdict goes to the cache's writer thread the moment it exists, and a run killed at
+any point repeats no call whose verdict was stored.
 """
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any
 
 from pydantic import ValidationError
 
 from judgekit._version import __version__
-from judgekit.cache import VerdictCache, cache_key
+from judgekit.cache import CacheWriter, VerdictCache, cache_key
 from judgekit.judge.backend import CallFailed, CallRequest, LitellmBackend, litellm_version
 from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
 from judgekit.suite import Budget
-from judgekit.verdict import ANSWER_SCHEMAS, ANSWERS, JudgeVerdict, Provenance
+from judgekit.verdict import ANSWER_SCHEMA_SHA256, ANSWER_SCHEMAS, ANSWERS, JudgeVerdict, Provenance
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ class JudgeJob:
     def response_schema(self) -> dict[str, Any]:
         return ANSWER_SCHEMAS[self.axis]
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """The verdict's cache key (computed once: a job does not change once built)."""
         repeat = {"repeat": self.repeat} if self.repeat else {}
         return cache_key(
             {
@@ -67,7 +69,7 @@ class JudgeJob:
                 "override": self.judge.override,
                 "parameters": self.judge.spec.cache_parameters(),
                 "messages": self.prompt.messages,
-                "response_schema": self.response_schema,
+                "response_schema_sha256": ANSWER_SCHEMA_SHA256[self.axis],
             }
         )
 
@@ -131,7 +133,7 @@ class JudgeRunner:
         self.ledger = Ledger()
         self.on_done = on_done
         self.clock = clock
-        self._in_flight: dict[str, asyncio.Future[JudgeVerdict]] = {}
+        self._writer: CacheWriter | None = None
         self._slots: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._versions = (__version__, litellm_version())
         from judgekit.judge.backend import _litellm
@@ -139,40 +141,81 @@ class JudgeRunner:
         _litellm()  # import it now (seconds), not inside the first timed call
 
     async def run(self, jobs: list[JudgeJob]) -> list[JudgeVerdict]:
-        """Verdicts in job order. Workers pull from a queue so memory stays flat for big runs."""
-        results: list[JudgeVerdict | None] = [None] * len(jobs)
-        queue: asyncio.Queue[int] = asyncio.Queue()
-        for index in range(len(jobs)):
-            queue.put_nowait(index)
+        """Verdicts in job order.
 
-        async def worker() -> None:
-            while True:
-                try:
-                    index = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                results[index] = await self.judge(jobs[index])
+        First the plan, before any call: each job's cache key, one question per distinct key
+        (jobs asking the same thing share its verdict), and the cache's answers. Hashing and
+        SQLite reads both release the GIL; done here, they do not stall the event loop while
+        litellm's worker threads hold it.
+
+        Then ``concurrency`` workers take the open questions from a queue. Verdicts are stored by
+        the cache's writer thread; a job counts as done once its verdict is stored, and a run
+        killed at any moment loses at most 2 x ``concurrency`` calls (those in flight, and at
+        most one answered but not yet stored per worker). None whose verdict was stored repeats.
+        """
+        results: list[JudgeVerdict | None] = [None] * len(jobs)
+        questions: dict[str, list[int]] = {}
+        for index, job in enumerate(jobs):
+            questions.setdefault(job.key, []).append(index)
+
+        def answer(indexes: list[int], verdict: JudgeVerdict) -> None:
+            if verdict.unscored_reason is not None:  # counted per job, like cache hits
+                reason = verdict.unscored_reason
+                self.ledger.unscored[reason] = self.ledger.unscored.get(reason, 0) + len(indexes)
+            for index in indexes:
+                results[index] = verdict
                 if self.on_done is not None:
                     self.on_done()
 
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(jobs)) or 1)))
-        return [r for r in results if r is not None]
+        open_questions: asyncio.Queue[tuple[str, list[int]]] = asyncio.Queue()
+        for key, indexes in questions.items():
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is None:
+                open_questions.put_nowait((key, indexes))
+                continue
+            self.ledger.cache_hits += len(indexes)
+            cached.provenance.cache_hit = True
+            cached.provenance.attempts = 0
+            answer(indexes, cached)
 
-    async def judge(self, job: JudgeJob) -> JudgeVerdict:
-        key = job.key
-        if key in self._in_flight:  # the same question asked twice in one run: one call
-            return await asyncio.shield(self._in_flight[key])
-        future: asyncio.Future[JudgeVerdict] = asyncio.get_running_loop().create_future()
-        self._in_flight[key] = future
-        try:
-            verdict = await self._judge(job, key)
-            future.set_result(verdict)
-            return verdict
-        except BaseException as exc:
-            future.set_exception(exc)
-            raise
-        finally:
-            del self._in_flight[key]
+        async def worker() -> None:
+            # A worker hands its verdict to the cache's writer thread and takes its next question
+            # at once: under load a write waits tens of milliseconds for the GIL, and a worker
+            # idling meanwhile would leave a server slot unused. Its previous verdict must be
+            # stored before it hands over another, so at most one per worker is unstored.
+            stored: tuple[asyncio.Future[None], list[int], JudgeVerdict] | None = None
+            while True:
+                try:
+                    key, indexes = open_questions.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                verdict = await self._judge(jobs[indexes[0]], key)
+                if stored is not None:
+                    if not stored[0].done():
+                        self._writer.flush()
+                    await stored[0]
+                    answer(*stored[1:])
+                    stored = None
+                if self._writer is not None and verdict.status == "scored":
+                    stored = (self._writer.put(key, verdict), indexes, verdict)
+                else:
+                    answer(indexes, verdict)
+            if stored is not None:
+                if not stored[0].done():
+                    self._writer.flush()
+                await stored[0]
+                answer(*stored[1:])
+
+        workers = min(self.concurrency, open_questions.qsize())
+        if workers:
+            self._writer = CacheWriter(self.cache) if self.cache is not None else None
+            try:
+                await asyncio.gather(*(worker() for _ in range(workers)))
+            finally:
+                if self._writer is not None:
+                    self._writer.close()  # stores what was handed over, even on cancellation
+                    self._writer = None
+        return [r for r in results if r is not None]
 
     def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
         """Calls to one server never exceed its slots, so queued calls don't time out there."""
@@ -199,18 +242,13 @@ class JudgeRunner:
         )
 
     def _unscored(self, job: JudgeJob, key: str, reason: str, detail: str, **extra: Any) -> JudgeVerdict:
-        self.ledger.unscored[reason] = self.ledger.unscored.get(reason, 0) + 1
         return JudgeVerdict(
             axis=job.axis, status="unscored", unscored_reason=reason, detail=detail[:1000],
             provenance=self._provenance(job, key, **extra),
         )
 
     async def _judge(self, job: JudgeJob, key: str) -> JudgeVerdict:
-        if self.cache is not None and (cached := self.cache.get(key)) is not None:
-            self.ledger.cache_hits += 1
-            cached.provenance.cache_hit = True
-            cached.provenance.attempts = 0
-            return cached
+        """One question the cache could not answer: call the judge and validate its reply."""
         if (spent := self.ledger.over(self.budget)) is not None:
             return self._unscored(job, key, "budget", spent)
 
@@ -272,8 +310,6 @@ class JudgeRunner:
                 axis=job.axis, status="scored", answer=data,
                 provenance=self._provenance(job, key, latency_s=self.clock() - started, **usage),
             )
-            if self.cache is not None:
-                self.cache.put(key, verdict)
             return verdict
         return self._unscored(job, key, "parse_failure", problem, latency_s=self.clock() - started, **usage)
 
