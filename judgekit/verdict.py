@@ -75,7 +75,9 @@ class Provenance(BaseModel):
     cost_usd: float | None = Field(None, description="From litellm's offline cost map; None when unknown.")
     cache_hit: bool = False
     attempts: int = Field(0, description="Calls made for this verdict (0 on a cache hit).")
-    latency_s: float = Field(0.0, description="Wall time spent getting it.")
+    latency_s: float = Field(
+        0.0, description="Wall time of the calls for it, retries and backoff included; time queued for a free server slot is not."
+    )
     created_at: datetime
     cache_key: str = Field(description="sha256 of everything that can change the verdict.")
 

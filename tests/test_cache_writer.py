@@ -15,6 +15,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports l
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import date, datetime, timezone
 
 import pytest
@@ -167,3 +168,20 @@ def test_each_distinct_question_is_asked_once_and_stored_before_run_returns(tmp_
         assert rerun.ledger.cache_hits == 5  # counted per job, like unscored verdicts
         assert [v.answer for v in again] == [v.answer for v in verdicts]
         assert all(v.provenance.cache_hit and v.provenance.attempts == 0 for v in again)
+
+
+def test_latency_leaves_out_time_queued_for_a_server_slot(tmp_path):
+    """Three questions for a server with one slot: the last waits ~2 replies for the slot, but
+    its latency is its own call's."""
+    delay = 0.3
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=delay) as server:
+        jobs = [job(seats, server.base_url) for seats in (1, 2, 3)]
+        jobs = [JudgeJob(j.rubric, j.axis, j.prompt, replace(j.judge, max_concurrency=1)) for j in jobs]
+        runner = JudgeRunner(cache=None, concurrency=3)
+        started = time.monotonic()
+        verdicts = asyncio.run(runner.run(jobs))
+        elapsed = time.monotonic() - started
+    assert server.max_in_flight == 1
+    assert elapsed >= 3 * delay
+    latencies = sorted(v.provenance.latency_s for v in verdicts)
+    assert all(delay <= latency < 2 * delay for latency in latencies), latencies

@@ -14,6 +14,7 @@ import os
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
@@ -75,6 +76,7 @@ def _litellm():
     return litellm
 
 
+@lru_cache(maxsize=1)
 def litellm_version() -> str:
     from importlib.metadata import version
 

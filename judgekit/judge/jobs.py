@@ -268,15 +268,22 @@ class JudgeRunner:
         attempts = prompt_tokens = completion_tokens = 0
         cost: float | None = 0.0
         problem = ""
+        queued_s = 0.0  # waiting for a free slot on the server is not the judge's latency
+
+        def latency() -> float:
+            return self.clock() - started - queued_s
+
         for _ in range(1 + spec.invalid_reply_retries):
             try:
+                waiting = self.clock()
                 async with self._slot(job.judge):
+                    queued_s += self.clock() - waiting
                     reply = await self.backend.complete(request, max_attempts=spec.max_attempts)
             except CallFailed as failed:
                 attempts += failed.attempts
                 self.ledger.calls += failed.attempts
                 return self._unscored(job, key, failed.reason, failed.detail, attempts=attempts,
-                                      latency_s=self.clock() - started)
+                                      latency_s=latency())
             attempts += reply.attempts
             self.ledger.calls += reply.attempts
             self.ledger.prompt_tokens += reply.prompt_tokens
@@ -299,7 +306,7 @@ class JudgeRunner:
             }
             if reply.refusal or (reply.content is None and reply.refusal is not None):
                 return self._unscored(job, key, "refusal", reply.refusal or "refused",
-                                      latency_s=self.clock() - started, **usage)
+                                      latency_s=latency(), **usage)
             try:
                 data = json.loads(reply.content or "")
                 ANSWERS[job.axis].model_validate(data)  # strict: valid as sent, or not at all
@@ -308,10 +315,10 @@ class JudgeRunner:
                 continue
             verdict = JudgeVerdict(
                 axis=job.axis, status="scored", answer=data,
-                provenance=self._provenance(job, key, latency_s=self.clock() - started, **usage),
+                provenance=self._provenance(job, key, latency_s=latency(), **usage),
             )
             return verdict
-        return self._unscored(job, key, "parse_failure", problem, latency_s=self.clock() - started, **usage)
+        return self._unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)
 
 
 def _mismatch(judge: ResolvedJudge, reported: str | None) -> bool:
