@@ -238,20 +238,29 @@ class LocalJudgeServer:
         params.cache_prompt = False
         params.cache_ram_mib = 0
         params.ui = False
-        params.endpoint_slots = False
+        params.endpoint_slots = False  # slots would show the prompts being judged
+        params.endpoint_metrics = True  # counters only; its answer comes from the task loop
         return params
 
     def _wait_until_ready(self) -> None:
+        """Until the model is listed and the task loop has answered a request.
+
+        The native server reports itself started just before its task loop begins; a stop in
+        that gap is lost and the stop then waits forever. ``/metrics`` is answered by the task
+        loop itself, so once it answers, stopping is safe.
+        """
         deadline = time.monotonic() + self.startup_timeout_s
-        request = urllib.request.Request(
-            self.api_base + "/models", headers={"Authorization": f"Bearer {self.api_key}"}
-        )
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        models_request = urllib.request.Request(self.api_base + "/models", headers=headers)
+        loop_request = urllib.request.Request(self.url + "/metrics", headers=headers)
         last = "no answer"
         while time.monotonic() < deadline:
             try:
-                with _NO_PROXY.open(request, timeout=5) as response:
+                with _NO_PROXY.open(models_request, timeout=5) as response:
                     models = json.loads(response.read())
                 if any(m.get("id") == self.model_name for m in models.get("data", [])):
+                    with _NO_PROXY.open(loop_request, timeout=5) as response:
+                        response.read()
                     return
                 last = f"model {self.model_name!r} not listed"
             except (urllib.error.URLError, OSError, ValueError) as exc:
