@@ -178,33 +178,34 @@ class JudgeRunner:
             cached.provenance.attempts = 0
             answer(indexes, cached)
 
+        async def stored(handed_over: tuple[asyncio.Future[None], list[int], JudgeVerdict]) -> None:
+            future, indexes, verdict = handed_over
+            if not future.done():
+                self._writer.flush()  # a worker is waiting on it: commit now, not at the window's end
+            await future
+            answer(indexes, verdict)
+
         async def worker() -> None:
             # A worker hands its verdict to the cache's writer thread and takes its next question
-            # at once: under load a write waits tens of milliseconds for the GIL, and a worker
-            # idling meanwhile would leave a server slot unused. Its previous verdict must be
-            # stored before it hands over another, so at most one per worker is unstored.
-            stored: tuple[asyncio.Future[None], list[int], JudgeVerdict] | None = None
+            # at once; the writer commits verdicts in groups up to 0.1 s later. The worker's
+            # previous verdict must be stored before it hands over another, so at most one per
+            # worker waits to be stored.
+            handed_over = None
             while True:
                 try:
                     key, indexes = open_questions.get_nowait()
                 except asyncio.QueueEmpty:
                     break
                 verdict = await self._judge(jobs[indexes[0]], key)
-                if stored is not None:
-                    if not stored[0].done():
-                        self._writer.flush()
-                    await stored[0]
-                    answer(*stored[1:])
-                    stored = None
+                if handed_over is not None:
+                    await stored(handed_over)
+                    handed_over = None
                 if self._writer is not None and verdict.status == "scored":
-                    stored = (self._writer.put(key, verdict), indexes, verdict)
+                    handed_over = (self._writer.put(key, verdict), indexes, verdict)
                 else:
                     answer(indexes, verdict)
-            if stored is not None:
-                if not stored[0].done():
-                    self._writer.flush()
-                await stored[0]
-                answer(*stored[1:])
+            if handed_over is not None:
+                await stored(handed_over)
 
         workers = min(self.concurrency, open_questions.qsize())
         if workers:
