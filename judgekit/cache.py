@@ -86,6 +86,7 @@ class VerdictCache:
         return removed
 
     def close(self) -> None:
+        """Close the calling thread's SQLite connection (diskcache keeps one per thread)."""
         self._cache.close()
 
     def __enter__(self) -> VerdictCache:
@@ -161,7 +162,7 @@ class CacheWriter:
                 if len(writes) < len(items):
                     return
         finally:
-            self.cache._cache.close()  # this thread's SQLite connection
+            self.cache.close()  # the writer thread's own connection; others stay open
 
     def _commit(self, writes: list[tuple[str, JudgeVerdict, asyncio.Future[None]]]) -> None:
         error: BaseException | None = None
