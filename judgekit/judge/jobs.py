@@ -133,7 +133,6 @@ class JudgeRunner:
         self.ledger = Ledger()
         self.on_done = on_done
         self.clock = clock
-        self._writer: CacheWriter | None = None
         self._slots: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._versions = (__version__, litellm_version())
         from judgekit.judge.backend import _litellm
@@ -181,7 +180,7 @@ class JudgeRunner:
         async def stored(handed_over: tuple[asyncio.Future[None], list[int], JudgeVerdict]) -> None:
             future, indexes, verdict = handed_over
             if not future.done():
-                self._writer.flush()  # a worker is waiting on it: commit now, not at the window's end
+                writer.flush()  # a worker is waiting on it: commit now, not at the window's end
             await future
             answer(indexes, verdict)
 
@@ -200,8 +199,8 @@ class JudgeRunner:
                 if handed_over is not None:
                     await stored(handed_over)
                     handed_over = None
-                if self._writer is not None and verdict.status == "scored":
-                    handed_over = (self._writer.put(key, verdict), indexes, verdict)
+                if writer is not None and verdict.status == "scored":
+                    handed_over = (writer.put(key, verdict), indexes, verdict)
                 else:
                     answer(indexes, verdict)
             if handed_over is not None:
@@ -209,13 +208,12 @@ class JudgeRunner:
 
         workers = min(self.concurrency, open_questions.qsize())
         if workers:
-            self._writer = CacheWriter(self.cache) if self.cache is not None else None
+            writer = CacheWriter(self.cache) if self.cache is not None else None
             try:
                 await asyncio.gather(*(worker() for _ in range(workers)))
             finally:
-                if self._writer is not None:
-                    self._writer.close()  # stores what was handed over, even on cancellation
-                    self._writer = None
+                if writer is not None:
+                    writer.close()  # stores what was handed over, even on cancellation
         return [r for r in results if r is not None]
 
     def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
@@ -314,11 +312,10 @@ class JudgeRunner:
             except (json.JSONDecodeError, ValidationError) as exc:
                 problem = f"{type(exc).__name__}: {str(exc)[:300]}"
                 continue
-            verdict = JudgeVerdict(
+            return JudgeVerdict(
                 axis=job.axis, status="scored", answer=data,
                 provenance=self._provenance(job, key, latency_s=latency(), **usage),
             )
-            return verdict
         return self._unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)
 
 
