@@ -367,6 +367,55 @@ def test_budget_overshoot_is_bounded_by_concurrency(tmp_path, server):
     assert len(scored) + len(budget) == len(axes)
 
 
+PRICED_PIN = "openai/gpt-4o-2024-08-06"  # in litellm's offline cost map
+
+
+def priced_reply(request: dict[str, Any], n: int) -> Reply:
+    return Reply.ok(judge_answer(request), prompt_tokens=1000, completion_tokens=100)
+
+
+def test_cost_comes_from_litellms_offline_price_map(tmp_path):
+    import litellm
+
+    prices = litellm.model_cost[PRICED_PIN.split("/", 1)[1]]
+    per_call = 1000 * prices["input_cost_per_token"] + 100 * prices["output_cost_per_token"]
+    suite = example_suite(tmp_path / "suite")
+    with ScriptedOpenAIServer(priced_reply) as srv:
+        override = JudgeOverride(model=PRICED_PIN, api_base=srv.base_url)
+        results, ledger = run_suite(suite, tmp_path / "cache", srv, override=override)
+    axes = list(faithfulness(results).values())
+    print(f"\n{PRICED_PIN}: ${per_call:.6f} per call, ledger {ledger.as_dict()}")
+    assert per_call > 0 and ledger.calls == len({a.judge.cache_key for a in axes})
+    assert all(a.judge.cost_usd == pytest.approx(per_call) for a in axes)
+    assert ledger.cost_usd == pytest.approx(per_call * ledger.calls)
+    assert ledger.calls_without_cost == 0
+    assert (ledger.prompt_tokens, ledger.completion_tokens) == (1000 * ledger.calls, 100 * ledger.calls)
+
+
+def test_unpriced_model_has_unknown_cost_not_zero(tmp_path, server):
+    suite = example_suite(tmp_path / "suite")
+    results, ledger = run_suite(suite, tmp_path / "cache", server)  # MODEL is not in the cost map
+    assert all(a.judge.cost_usd is None for a in faithfulness(results).values())
+    assert ledger.calls_without_cost == ledger.calls > 0 and ledger.cost_usd == 0
+
+
+def test_cost_budget_stops_judging_cleanly(tmp_path):
+    import litellm
+
+    prices = litellm.model_cost[PRICED_PIN.split("/", 1)[1]]
+    per_call = 1000 * prices["input_cost_per_token"] + 100 * prices["output_cost_per_token"]
+    suite = example_suite(tmp_path / "suite")
+    with ScriptedOpenAIServer(priced_reply) as srv:
+        results, ledger = run_suite(suite, tmp_path / "cache", srv, concurrency=1, budget=Budget(max_cost_usd=2.5 * per_call),
+                                    override=JudgeOverride(model=PRICED_PIN, api_base=srv.base_url))
+        calls = srv.request_count
+    axes = list(faithfulness(results).values())
+    budget = [a for a in axes if a.unscored_reason == "budget"]
+    assert calls == ledger.calls == 3  # the third call crossed 2.5 calls' worth; nothing after it
+    assert len(budget) == len(axes) - 3
+    assert all("cost budget spent" in a.error for a in budget)
+
+
 def test_override_is_recorded_in_provenance(tmp_path, server):
     suite = example_suite(tmp_path / "suite", judge={"model": MODEL, "api_base": server.base_url})
     plain, _ = run_suite(suite, tmp_path / "cache-plain", server, override=JudgeOverride())

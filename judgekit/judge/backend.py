@@ -209,8 +209,16 @@ class LitellmBackend:
 
     def _cost(self, response: Any) -> float | None:
         """From litellm's offline cost map; None (unknown, not zero) for a model it cannot price.
-        Such models are remembered for the process: litellm's failing lookup walks its whole cost
-        map (tens of milliseconds the first time)."""
+
+        litellm prices every response it returns (``_hidden_params["response_cost"]``, its
+        documented place for it); that figure is used as it is, since pricing it again costs
+        about a millisecond of CPU per call. Only when litellm left it out is the cost map asked
+        here. Models it cannot price are remembered for the process: the failing lookup walks
+        the whole cost map (tens of milliseconds the first time)."""
+        hidden = getattr(response, "_hidden_params", None)
+        priced = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if priced is not None:
+            return float(priced)
         model = getattr(response, "model", None)
         if model in _UNPRICED:
             return None
