@@ -14,7 +14,12 @@ provenance, a ledger. The runs alternate (bare, judgekit, bare, ...) and medians
 When a target is missed, one judgekit run is profiled with cProfile and the functions where
 judgekit's own time goes are printed.
 
-    python benchmarks/bench_judge.py [--verdicts 400] [--concurrency 32] [--latency 0.1] [--rounds 11] [--profile]
+    python benchmarks/bench_judge.py [--verdicts 400] [--concurrency 32] [--latency 0.1] [--rounds 11]
+                                     [--model PIN] [--one-core] [--profile]
+
+``--one-core`` is a diagnostic, not the target's setting: it pins this process to CPU 0 and the
+server to CPU 1 (Linux), so whatever judgekit does off the event loop (its cache writer thread,
+SQLite, hashing) can no longer hide on the second core. Round-to-round noise is also smaller.
 """
 
 from __future__ import annotations
@@ -63,13 +68,13 @@ def trajectory(i: int) -> Trajectory:
     })
 
 
-def build_jobs(count: int, base_url: str) -> list[JudgeJob]:
+def build_jobs(count: int, base_url: str, model: str = MODEL) -> list[JudgeJob]:
     rubric = Rubric(
         id="bench", version="1.0.0", registered=date(2026, 11, 30),
         faithfulness=FaithfulnessCriteria(guide="Every claim must be stated by a tool result or the context."),
     )
-    spec = JudgeSpec(model=MODEL, api_base=base_url)
-    judge = ResolvedJudge(spec=spec, litellm_model=MODEL, model_pin=MODEL, api_base=base_url, api_key="not-needed")
+    spec = JudgeSpec(model=model, api_base=base_url)
+    judge = ResolvedJudge(spec=spec, litellm_model=model, model_pin=model, api_base=base_url, api_key="not-needed")
     return [
         JudgeJob(rubric, "faithfulness", build_prompt("faithfulness", rubric.faithfulness.guide, trajectory(i), None), judge)
         for i in range(count)
@@ -101,8 +106,8 @@ async def bare_loop(jobs: list[JudgeJob], concurrency: int) -> list[str]:
     return await asyncio.gather(*(one(job) for job in jobs))
 
 
-def judgekit_run(count: int, base_url: str, concurrency: int, cache_root: Path, index: int):
-    jobs = build_jobs(count, base_url)  # prompts rendered from the trajectories: judgekit's work
+def judgekit_run(count: int, base_url: str, concurrency: int, cache_root: Path, index: int, model: str = MODEL):
+    jobs = build_jobs(count, base_url, model)  # prompts rendered from the trajectories: judgekit's work
     with VerdictCache(cache_root / f"cache-{index}") as cache:  # fresh: every verdict is a call
         runner = JudgeRunner(cache=cache, concurrency=concurrency)
         verdicts = asyncio.run(runner.run(jobs))
@@ -120,7 +125,7 @@ def timed(fn):
 def profile_judgekit(jobs: list[JudgeJob], concurrency: int, cache_root: Path) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
-    judgekit_run(len(jobs), jobs[0].judge.api_base, concurrency, cache_root, 999)
+    judgekit_run(len(jobs), jobs[0].judge.api_base, concurrency, cache_root, 999, jobs[0].judge.model_pin)
     profiler.disable()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
@@ -135,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=11, help="alternating rounds; identical rounds vary by up to 40%% here")
+    parser.add_argument("--model", default=MODEL, help="the judge pin both sides send (default %(default)s)")
+    parser.add_argument("--one-core", action="store_true", help="pin this process to CPU 0, the server to CPU 1 (diagnostic)")
     parser.add_argument("--profile", action="store_true", help="profile one judgekit run even if targets are met")
     args = parser.parse_args(argv)
     n, conc = args.verdicts, args.concurrency
@@ -142,10 +149,13 @@ def main(argv: list[str] | None = None) -> int:
 
     with ScriptedOpenAIServer.spawn(Reply.ok(ANSWER), default_delay_s=args.latency) as server, \
             tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp:
-        jobs = build_jobs(n, server.base_url)
+        if args.one_core:
+            os.sched_setaffinity(server.pid, {1})
+            os.sched_setaffinity(0, {0})  # threads started from now on (litellm's, the writer) inherit it
+        jobs = build_jobs(n, server.base_url, args.model)
         # Warm up both paths (litellm's lazy imports, the HTTP client pool) outside the timings.
         asyncio.run(bare_loop(jobs[:conc], conc))
-        judgekit_run(conc, server.base_url, conc, Path(tmp), -1)
+        judgekit_run(conc, server.base_url, conc, Path(tmp), -1, args.model)
 
         bare, kit = [], []
         for round_ in range(args.rounds):
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                     assert len(contents) == n and json.loads(contents[0]) == ANSWER
                     bare.append((wall, cpu))
                 else:
-                    wall, cpu, verdicts = timed(lambda: judgekit_run(n, server.base_url, conc, Path(tmp), round_))
+                    wall, cpu, verdicts = timed(lambda r=round_: judgekit_run(n, server.base_url, conc, Path(tmp), r, args.model))
                     kit.append((wall, cpu))
             assert server.request_count - before == 2 * n  # both sent every request, once
             print(f"round {round_ + 1}: bare {bare[-1][0]:.3f}s wall {bare[-1][1]:.3f}s cpu | "
@@ -173,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         round_ratios = sorted(kw / bw for (bw, _), (kw, _) in zip(bare, kit, strict=True))
         quartiles = statistics.quantiles(round_ratios, n=4) if len(round_ratios) > 1 else round_ratios * 3
         print(f"\n{n} verdicts, concurrency {conc}, {args.latency * 1000:.0f} ms per reply; "
-              f"ideal {ideal:.2f}s; medians of {args.rounds} alternating rounds")
+              f"ideal {ideal:.2f}s; medians of {args.rounds} alternating rounds; judge {args.model}"
+              f"{'; one core' if args.one_core else ''}")
         print(f"bare litellm loop : {bare_wall:.3f}s wall, {bare_cpu:.3f}s cpu ({bare_cpu / n * 1000:.2f} ms/call)")
         print(f"judgekit runner   : {kit_wall:.3f}s wall, {kit_cpu:.3f}s cpu ({kit_cpu / n * 1000:.2f} ms/verdict)")
         print(f"ratio             : {ratio:.3f}x of the medians (target <= {RATIO_TARGET:.2f}x) "
