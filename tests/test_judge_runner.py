@@ -374,11 +374,16 @@ def priced_reply(request: dict[str, Any], n: int) -> Reply:
     return Reply.ok(judge_answer(request), prompt_tokens=1000, completion_tokens=100)
 
 
-def test_cost_comes_from_litellms_offline_price_map(tmp_path):
+def price_per_call() -> float:
+    """What one priced_reply costs by litellm's offline cost map."""
     import litellm
 
     prices = litellm.model_cost[PRICED_PIN.split("/", 1)[1]]
-    per_call = 1000 * prices["input_cost_per_token"] + 100 * prices["output_cost_per_token"]
+    return 1000 * prices["input_cost_per_token"] + 100 * prices["output_cost_per_token"]
+
+
+def test_cost_comes_from_litellms_offline_price_map(tmp_path):
+    per_call = price_per_call()
     suite = example_suite(tmp_path / "suite")
     with ScriptedOpenAIServer(priced_reply) as srv:
         override = JudgeOverride(model=PRICED_PIN, api_base=srv.base_url)
@@ -400,10 +405,7 @@ def test_unpriced_model_has_unknown_cost_not_zero(tmp_path, server):
 
 
 def test_cost_budget_stops_judging_cleanly(tmp_path):
-    import litellm
-
-    prices = litellm.model_cost[PRICED_PIN.split("/", 1)[1]]
-    per_call = 1000 * prices["input_cost_per_token"] + 100 * prices["output_cost_per_token"]
+    per_call = price_per_call()
     suite = example_suite(tmp_path / "suite")
     with ScriptedOpenAIServer(priced_reply) as srv:
         results, ledger = run_suite(suite, tmp_path / "cache", srv, concurrency=1, budget=Budget(max_cost_usd=2.5 * per_call),
