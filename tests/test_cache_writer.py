@@ -4,7 +4,8 @@ Verdicts are written by one thread in group commits, so the event loop never wai
 These tests pin the contract: an awaited put is committed (another connection reads it), a
 flush ends the gathering window, close() stores everything handed over even if nobody awaited
 it, a failed write reaches the coroutine waiting on it, and a run asks each distinct question
-once and stores every verdict before it returns.
+once, stores every verdict before it returns, never holds more than `concurrency` verdicts
+waiting to be stored, and stops when the cache cannot store.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
 
 import asyncio
+import threading
 import time
 from dataclasses import replace
 from datetime import date, datetime, timezone
@@ -168,6 +170,57 @@ def test_each_distinct_question_is_asked_once_and_stored_before_run_returns(tmp_
         assert rerun.ledger.cache_hits == 5  # counted per job, like unscored verdicts
         assert [v.answer for v in again] == [v.answer for v in verdicts]
         assert all(v.provenance.cache_hit and v.provenance.attempts == 0 for v in again)
+
+
+class GatedCache(VerdictCache):
+    """Commits only once the gate opens: a disk that stalls."""
+
+    def __init__(self, directory, gate: threading.Event):
+        super().__init__(directory)
+        self.gate = gate
+
+    def put_many(self, items):
+        assert self.gate.wait(30), "the test never opened the gate"
+        super().put_many(items)
+
+
+def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_stored(tmp_path):
+    """While no commit can finish, the workers stop once `concurrency` verdicts wait for the
+    writer (the bound on what a kill can lose); nothing counts as done before it is stored."""
+    concurrency, questions = 2, 10
+    gate, done = threading.Event(), []
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.02) as server:
+        jobs = [job(seats, server.base_url) for seats in range(questions)]
+        with GatedCache(tmp_path, gate) as cache:
+            runner = JudgeRunner(cache=cache, concurrency=concurrency, on_done=lambda: done.append(1))
+            outcome: list = []
+            thread = threading.Thread(target=lambda: outcome.append(asyncio.run(runner.run(jobs))))
+            thread.start()
+            try:
+                time.sleep(0.5)  # ~25 replies' time: the workers have long stopped
+                # `concurrency` verdicts handed to the writer, and one more reply per worker waiting for a slot.
+                assert server.request_count == 2 * concurrency
+                assert done == []
+            finally:
+                gate.set()
+                thread.join(30)
+    assert server.request_count == questions
+    assert len(outcome[0]) == questions and len(done) == questions
+    assert stored(tmp_path, [j.key for j in jobs]) == [True] * questions
+
+
+def test_a_failed_write_stops_the_run(tmp_path):
+    class FullDisk(VerdictCache):
+        def put_many(self, items):
+            raise OSError(28, "No space left on device")
+
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.02) as server:
+        jobs = [job(seats, server.base_url) for seats in range(20)]
+        with FullDisk(tmp_path) as cache:
+            runner = JudgeRunner(cache=cache, concurrency=2)
+            with pytest.raises(OSError, match="No space left"):
+                asyncio.run(runner.run(jobs))
+        assert server.request_count < len(jobs)  # no more calls once nothing can be stored
 
 
 def test_latency_leaves_out_time_queued_for_a_server_slot(tmp_path):

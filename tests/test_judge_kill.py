@@ -14,8 +14,8 @@ again. The exact invariant, checked here from the server log and the cache after
     requests == distinct verdicts + requests in flight at a kill (verdict not stored when killed)
 
 and no request is ever sent for a verdict already stored, no run sends one twice, and at
-most 2 x `concurrency` requests are lost per kill: each worker has at most one call in flight
-and at most one answered verdict waiting for the cache's writer thread.
+most 2 x `concurrency` requests are lost per kill: at most `concurrency` calls in flight and
+at most `concurrency` answered verdicts waiting for the cache's writer thread.
 
 The killed runs are forked from a process that has already imported judgekit and litellm
 (tests/data/judge/cli_zygote.py: the console script's entry point, minus ~6 s of imports per

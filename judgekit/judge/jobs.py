@@ -1,8 +1,8 @@
 """Running judge calls: cache first, bounded concurrency, a token and cost ledger, a budget.
 
 A job is one (trajectory, axis) verdict. Identical jobs in one run share one call. Each
-validated verdict goes to the cache's writer thread the moment it exists, and a run killed at
-any point repeats no call whose verdict was stored.
+validated verdict goes to the cache's writer thread the moment it exists, without holding up
+the next call, and a run killed at any point repeats no call whose verdict was stored.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -147,10 +147,12 @@ class JudgeRunner:
         SQLite reads both release the GIL; done here, they do not stall the event loop while
         litellm's worker threads hold it.
 
-        Then ``concurrency`` workers take the open questions from a queue. Verdicts are stored by
-        the cache's writer thread; a job counts as done once its verdict is stored, and a run
-        killed at any moment loses at most 2 x ``concurrency`` calls (those in flight, and at
-        most one answered but not yet stored per worker). None whose verdict was stored repeats.
+        Then ``concurrency`` workers take the open questions from a queue. A worker hands each
+        validated verdict to the cache's writer thread and goes straight on to its next call; a
+        job counts as done once its verdict is committed. At most ``concurrency`` verdicts wait
+        to be committed at any time (a worker that would exceed it asks the writer to commit now
+        and waits), so a run killed at any moment loses at most 2 x ``concurrency`` calls: those
+        in flight and those answered but not yet stored. None whose verdict was stored repeats.
         """
         results: list[JudgeVerdict | None] = [None] * len(jobs)
         questions: dict[str, list[int]] = {}
@@ -177,43 +179,55 @@ class JudgeRunner:
             cached.provenance.attempts = 0
             answer(indexes, cached)
 
-        async def stored(handed_over: tuple[asyncio.Future[None], list[int], JudgeVerdict]) -> None:
-            future, indexes, verdict = handed_over
-            if not future.done():
-                writer.flush()  # a worker is waiting on it: commit now, not at the window's end
-            await future
-            answer(indexes, verdict)
+        workers = min(self.concurrency, open_questions.qsize())
+        if not workers:
+            return [r for r in results if r is not None]
+
+        writer = CacheWriter(self.cache) if self.cache is not None else None
+        unstored = asyncio.Semaphore(self.concurrency)  # verdicts handed to the writer, not yet committed
+        storing: set[asyncio.Future[None]] = set()
+        failures: list[BaseException] = []
+
+        def committed(indexes: list[int], verdict: JudgeVerdict, future: asyncio.Future[None]) -> None:
+            unstored.release()
+            storing.discard(future)
+            if future.cancelled():
+                return
+            if (error := future.exception()) is not None:
+                failures.append(error)
+            else:
+                answer(indexes, verdict)
 
         async def worker() -> None:
-            # A worker hands its verdict to the cache's writer thread and takes its next question
-            # at once; the writer commits verdicts in groups up to 0.1 s later. The worker's
-            # previous verdict must be stored before it hands over another, so at most one per
-            # worker waits to be stored.
-            handed_over = None
-            while True:
+            # Waiting for the writer would idle this worker's share of the concurrency (the
+            # writer commits in groups up to 0.1 s apart), so a worker waits only when
+            # ``concurrency`` verdicts are already waiting to be committed.
+            while not failures:  # a failed write stops the run: nothing more can be stored
                 try:
                     key, indexes = open_questions.get_nowait()
                 except asyncio.QueueEmpty:
-                    break
+                    return
                 verdict = await self._judge(jobs[indexes[0]], key)
-                if handed_over is not None:
-                    await stored(handed_over)
-                    handed_over = None
-                if writer is not None and verdict.status == "scored":
-                    handed_over = (writer.put(key, verdict), indexes, verdict)
-                else:
+                if writer is None or verdict.status != "scored":
                     answer(indexes, verdict)
-            if handed_over is not None:
-                await stored(handed_over)
+                    continue
+                if unstored.locked():
+                    writer.flush()  # every slot waits on the writer: commit now, not at the window's end
+                await unstored.acquire()
+                future = writer.put(key, verdict)
+                storing.add(future)
+                future.add_done_callback(partial(committed, indexes, verdict))
 
-        workers = min(self.concurrency, open_questions.qsize())
-        if workers:
-            writer = CacheWriter(self.cache) if self.cache is not None else None
-            try:
-                await asyncio.gather(*(worker() for _ in range(workers)))
-            finally:
-                if writer is not None:
-                    writer.close()  # stores what was handed over, even on cancellation
+        try:
+            await asyncio.gather(*(worker() for _ in range(workers)))
+            if storing:
+                writer.flush()
+                await asyncio.wait(set(storing))
+        finally:
+            if writer is not None:
+                writer.close()  # stores what was handed over, even on cancellation
+        if failures:
+            raise failures[0]
         return [r for r in results if r is not None]
 
     def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
