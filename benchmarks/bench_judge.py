@@ -18,7 +18,7 @@ judgekit's own time goes are printed.
                                      [--model PIN] [--one-core] [--profile]
 
 ``--one-core`` is a diagnostic, not the target's setting: it pins this process to CPU 0 and the
-server to CPU 1 (Linux), so whatever judgekit does off the event loop (its cache writer process,
+server to CPU 1 (Linux), so whatever judgekit does off the event loop (its cache writer thread,
 SQLite, hashing) can no longer hide on the second core. Round-to-round noise is also smaller.
 """
 

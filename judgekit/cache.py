@@ -6,24 +6,22 @@ retries, concurrency). Only validated verdicts are stored, as JSON with a format
 pickle. diskcache commits each write to SQLite before ``set`` returns, so a run killed at any
 moment loses no verdict it already stored.
 
-During a run, verdicts are written by a ``CacheWriter`` process, neither on the event loop nor
-on a thread of the judge process: see its docstring for why.
+During a run, verdicts are written by one ``CacheWriter`` thread, never on the event loop:
+every SQLite statement releases the GIL, and an event loop that releases it while litellm's
+worker threads are busy waits up to the interpreter's switch interval (5 ms) to get it back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
-import os
-import sys
+import queue
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from judgekit._cache_writer import DEFAULT_BUSY_TIMEOUT_S, open_store
 from judgekit._io import sha256_json
-from judgekit.errors import JudgekitError
 from judgekit.verdict import JudgeVerdict
 
 CACHE_FORMAT_VERSION = 1
@@ -34,17 +32,14 @@ def cache_key(material: dict[str, Any]) -> str:
     return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
 
 
-def cache_payload(verdict: JudgeVerdict) -> str:
-    """What is stored: pydantic's own JSON (fast, compact: one line) in the versioned envelope."""
-    return f'{{"cache_format":{CACHE_FORMAT_VERSION},"verdict":{verdict.model_dump_json()}}}'
-
-
 class VerdictCache:
-    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
-        """``busy_timeout_s``: how long a write waits for a lock another process holds."""
+    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR):
+        import diskcache
+
         self.directory = Path(directory)
-        self.busy_timeout_s = busy_timeout_s
-        self._cache = open_store(self.directory, busy_timeout_s=busy_timeout_s)
+        # Verdicts never expire and are never evicted behind the user's back (prune is explicit),
+        # so culling (a query per write) has nothing to do.
+        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**40, cull_limit=0)
 
     def get(self, key: str) -> JudgeVerdict | None:
         raw = self._cache.get(key)
@@ -61,7 +56,8 @@ class VerdictCache:
     def put(self, key: str, verdict: JudgeVerdict) -> None:
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
-        self._cache.set(key, cache_payload(verdict))
+        # pydantic's own JSON encoder (fast), wrapped in the versioned envelope.
+        self._cache.set(key, f'{{"cache_format":{CACHE_FORMAT_VERSION},"verdict":{verdict.model_dump_json()}}}')
 
     def put_many(self, items: list[tuple[str, JudgeVerdict]]) -> None:
         """Store several verdicts in one transaction: all of them, or none."""
@@ -100,139 +96,92 @@ class VerdictCache:
         self.close()
 
 
-class CacheWriteError(JudgekitError):
-    """The cache's writer process could not commit verdicts (or ended before it did)."""
+_STOP = object()  # queue marker: commit what was handed over, then end the thread
 
 
 class CacheWriter:
-    """Stores verdicts from a writer process (``judgekit/_cache_writer.py``), for coroutines on
-    one event loop.
+    """Stores verdicts on its own thread, for coroutines on one event loop.
 
-    ``writer = await CacheWriter.start(cache)``; ``writer.put(key, verdict)`` returns a future
-    settled once the verdict is committed, or failed with ``CacheWriteError``. The writer commits
-    in groups, without waiting: each group is what arrived while the last one was committed.
-    ``await writer.close()`` commits everything handed over and waits for the process to exit.
-
-    A process, not a thread: each SQLite statement a thread runs releases the GIL and must take
-    it back, and while the event loop keeps the GIL busy (litellm's ~8 ms of CPU per call) each
-    take can wait the interpreter's switch interval (5 ms). A writer thread, three statements per
-    verdict, fell behind by up to a whole run's concurrency of verdicts (measured: 400 verdicts at
-    concurrency 32, workers idled 2-7 worker-seconds waiting for commits). Here the run only
-    writes a line per verdict to a pipe, one write per loop iteration, and reads the acks the
-    event loop hands it. The process starts in ~0.07 s (more on a busy machine); verdicts handed
-    over meanwhile wait in the pipe.
-
-    If the run is killed, the writer dies with it (see ``_cache_writer``): what was handed over
-    and not committed is lost, and nothing is committed after the kill.
+    ``await writer.put(key, verdict)`` returns once the verdict is committed, or raises what
+    the write raised. Verdicts are committed in groups: from the first one handed over, the
+    writer sleeps for ``window_s`` (handing over does not wake it) and then commits all that
+    arrived in one transaction, which costs about what committing one does. ``flush()`` ends
+    the wait early (a caller needs a commit now); ``close()`` commits everything handed over,
+    then stops the thread.
     """
 
-    def __init__(self, directory: Path):
-        self._directory = directory
-        self._loop = asyncio.get_running_loop()
-        self._pending: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._outbox: list[bytes] = []
-        self._transport: asyncio.SubprocessTransport | None = None
-        self._stdin: asyncio.WriteTransport | None = None
-        self._acks = b""
-        self._stderr = bytearray()
-        self._finished: asyncio.Future[None] = self._loop.create_future()
-        self._closing = False
-
-    @classmethod
-    async def start(cls, cache: VerdictCache) -> CacheWriter:
-        """Start the writer process for ``cache`` (its directory and busy timeout); returns once
-        the process runs, not once it is ready."""
-        import diskcache
-
-        writer = cls(cache.directory)
-        command = [
-            sys.executable, "-P", "-S", str(Path(__file__).with_name("_cache_writer.py")),
-            str(cache.directory), repr(cache.busy_timeout_s), str(os.getpid()),
-            str(Path(diskcache.__file__).resolve().parent.parent),
-        ]
-        writer._transport, _ = await writer._loop.subprocess_exec(lambda: _WriterProtocol(writer), *command)
-        writer._stdin = writer._transport.get_pipe_transport(0)
-        return writer
+    def __init__(self, cache: VerdictCache, *, window_s: float = 0.1):
+        self.cache = cache
+        self.window_s = window_s
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._work, name="judgekit-cache-writer", daemon=True)
+        self._thread.start()
 
     def put(self, key: str, verdict: JudgeVerdict) -> asyncio.Future[None]:
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
-        if self._closing:
-            raise RuntimeError("the cache writer is closed")
-        future = self._loop.create_future()
-        if self._finished.done():
-            future.set_exception(self._gone())
-            return future
-        self._pending.append(future)
-        self._send(f"P {key} {cache_payload(verdict)}\n".encode())
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise RuntimeError("a CacheWriter serves one event loop")
+        future: asyncio.Future[None] = loop.create_future()
+        self._queue.put((key, verdict, future))
         return future
 
-    async def close(self) -> None:
-        """Commit everything handed over and wait for the writer to exit."""
-        if not self._closing and not self._finished.done():
-            self._closing = True
-            self._send(b"S\n")
-        await asyncio.shield(self._finished)
+    def flush(self) -> None:
+        self._wake.set()
 
-    def _send(self, line: bytes) -> None:
-        # All lines of one loop iteration go out in one write: one system call, not one each.
-        if not self._outbox:
-            self._loop.call_soon(self._write)
-        self._outbox.append(line)
+    def close(self) -> None:
+        self._queue.put(_STOP)
+        self._wake.set()
+        self._thread.join()
 
-    def _write(self) -> None:
-        data, self._outbox = b"".join(self._outbox), []
-        if not self._stdin.is_closing():
-            self._stdin.write(data)
+    def __enter__(self) -> CacheWriter:
+        return self
 
-    def _received(self, data: bytes) -> None:
-        *lines, self._acks = (self._acks + data).split(b"\n")
-        for line in lines:
-            kind, _, rest = line.partition(b" ")
-            count, _, message = rest.partition(b" ")
-            error = None
-            if kind == b"E":
-                error = CacheWriteError(f"the cache writer could not commit {int(count)} verdict(s) to "
-                                        f"{self._directory}: {message.decode(errors='replace')}")
-            for _ in range(int(count)):
-                _settle(self._pending.popleft(), error)
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
-    def _ended(self) -> None:
-        """The process exited and its pipes closed: whatever it did not acknowledge is lost."""
-        while self._pending:
-            _settle(self._pending.popleft(), self._gone())
-        if not self._finished.done():
-            if self._transport.get_returncode() == 0:
-                self._finished.set_result(None)
-            else:
-                self._finished.set_exception(self._gone())
-        self._transport.close()
+    def _work(self) -> None:
+        try:
+            while True:
+                items = [self._queue.get()]  # idle until something is handed over
+                if items[0] is not _STOP:
+                    self._wake.wait(self.window_s)
+                # Cleared before draining: a flush for anything handed over after the drain
+                # survives to end the next wait.
+                self._wake.clear()
+                while not self._queue.empty():
+                    items.append(self._queue.get_nowait())
+                writes = [item for item in items if item is not _STOP]
+                if writes:
+                    self._commit(writes)
+                if len(writes) < len(items):
+                    return
+        finally:
+            self.cache.close()  # the writer thread's own connection; others stay open
 
-    def _gone(self) -> CacheWriteError:
-        code = self._transport.get_returncode() if self._transport is not None else None
-        detail = self._stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        return CacheWriteError(f"the cache writer process ended (exit code {code}): {detail[0]}")
+    def _commit(self, writes: list[tuple[str, JudgeVerdict, asyncio.Future[None]]]) -> None:
+        error: BaseException | None = None
+        try:
+            self.cache.put_many([(key, verdict) for key, verdict, _ in writes])
+        except BaseException as exc:  # noqa: BLE001 - handed to every coroutine waiting on it
+            error = exc
+        futures = [future for _, _, future in writes]
+        try:
+            self._loop.call_soon_threadsafe(_settle, futures, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
 
 
-class _WriterProtocol(asyncio.SubprocessProtocol):
-    def __init__(self, writer: CacheWriter):
-        self.writer = writer
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd == 1:
-            self.writer._received(data)
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():  # its coroutine was cancelled
+            continue
+        if error is None:
+            future.set_result(None)
         else:
-            self.writer._stderr += data
-            del self.writer._stderr[:-4000]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.writer._ended()
-
-
-def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():  # its coroutine was cancelled
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+            future.set_exception(error)

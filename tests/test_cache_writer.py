@@ -1,10 +1,9 @@
-"""The cache's writer process and the runner's plan: what is stored, when, and what is asked.
+"""The cache's writer thread and the runner's plan: what is stored, when, and what is asked.
 
-Verdicts are written by a process of their own in group commits, so neither the event loop nor
-the GIL waits on SQLite. These tests pin the contract: an awaited put is committed (another
-connection reads it), close() stores everything handed over even if nobody awaited it, a failed
-commit or a writer that cannot start reaches the coroutine waiting on it, the writer dies with
-its run, and a run asks each distinct question
+Verdicts are written by one thread in group commits, so the event loop never waits on SQLite.
+These tests pin the contract: an awaited put is committed (another connection reads it), a
+flush ends the gathering window, close() stores everything handed over even if nobody awaited
+it, a failed write reaches the coroutine waiting on it, and a run asks each distinct question
 once, stores every verdict before it returns, never holds more than `concurrency` verdicts
 waiting to be stored, and stops when the cache cannot store.
 """
@@ -16,21 +15,14 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
 
 import asyncio
-import signal
-import sqlite3
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from dataclasses import replace
 from datetime import date, datetime, timezone
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from judgekit.cache import CacheWriteError, CacheWriter, VerdictCache
+from judgekit.cache import CacheWriter, VerdictCache
 from judgekit.judge.jobs import JudgeJob, JudgeRunner, ResolvedJudge
 from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import build_prompt
@@ -65,26 +57,23 @@ def stored(directory, keys: list[str]) -> list[bool]:
 
 def test_an_awaited_put_is_committed(tmp_path):
     async def main():
-        with VerdictCache(tmp_path) as cache:
-            writer = await CacheWriter.start(cache)
+        with VerdictCache(tmp_path) as cache, CacheWriter(cache, window_s=0.01) as writer:
             await asyncio.gather(*(writer.put(f"k{i}", verdict(i)) for i in range(5)))
-            committed = stored(tmp_path, [f"k{i}" for i in range(5)])
-            await writer.close()
-            return committed
+            return stored(tmp_path, [f"k{i}" for i in range(5)])
 
     assert asyncio.run(main()) == [True] * 5
 
 
-def test_stored_verdicts_read_back_as_they_were_put(tmp_path):
+def test_flush_ends_the_gathering_window(tmp_path):
     async def main():
-        with VerdictCache(tmp_path) as cache:
-            writer = await CacheWriter.start(cache)
-            await writer.put("k", verdict(7))
-            await writer.close()
+        with VerdictCache(tmp_path) as cache, CacheWriter(cache, window_s=60) as writer:
+            started = time.monotonic()
+            future = writer.put("k", verdict(1))
+            writer.flush()
+            await asyncio.wait_for(future, 10)
+            return time.monotonic() - started
 
-    asyncio.run(main())
-    with VerdictCache(tmp_path) as reader:
-        assert reader.get("k") == verdict(7)
+    assert asyncio.run(main()) < 10  # not the 60 s window
 
 
 def test_close_stores_everything_handed_over(tmp_path):
@@ -92,108 +81,37 @@ def test_close_stores_everything_handed_over(tmp_path):
 
     async def main():
         with VerdictCache(tmp_path) as cache:
-            writer = await CacheWriter.start(cache)
-            for i in range(3):
-                writer.put(f"k{i}", verdict(i))
-            await writer.close()
+            writer = CacheWriter(cache, window_s=60)
+            futures = [writer.put(f"k{i}", verdict(i)) for i in range(3)]
+            writer.close()  # returns without waiting out the window
+            return futures
 
+    started = time.monotonic()
     asyncio.run(main())
+    assert time.monotonic() - started < 10
     assert stored(tmp_path, ["k0", "k1", "k2"]) == [True] * 3
 
 
-class WriteLock:
-    """Another process's connection holding the cache database's write lock."""
-
-    def __init__(self, directory):
-        self.connection = sqlite3.connect(Path(directory) / "cache.db", isolation_level=None)
-
-    def take(self) -> None:
-        self.connection.execute("BEGIN IMMEDIATE")
-
-    def release(self) -> None:
-        if self.connection.in_transaction:
-            self.connection.rollback()
-        self.connection.close()
-
-
-def test_a_failed_commit_reaches_the_waiting_coroutine(tmp_path):
-    """Another process holds the database's write lock longer than the writer may wait."""
-
-    async def main(lock: WriteLock):
-        with VerdictCache(tmp_path, busy_timeout_s=0.2) as cache:
-            writer = await CacheWriter.start(cache)
-            try:
-                await writer.put("first", verdict(1))
-                lock.take()
-                await writer.put("second", verdict(2))
-            finally:
-                lock.release()
-                await writer.close()
-
-    VerdictCache(tmp_path).close()  # the database exists before the lock is taken
-    with pytest.raises(CacheWriteError, match=r"could not commit 1 verdict.*Timeout: Database timeout"):
-        asyncio.run(main(WriteLock(tmp_path)))
-    assert stored(tmp_path, ["first", "second"]) == [True, False]
-
-
-def test_a_writer_that_cannot_start_fails_its_puts_and_says_why(tmp_path):
-    not_a_directory = tmp_path / "file"
-    not_a_directory.write_text("")
+def test_a_failed_write_reaches_the_waiting_coroutine(tmp_path):
+    class FullDisk(VerdictCache):
+        def put_many(self, items):
+            raise OSError(28, "No space left on device")
 
     async def main():
-        writer = await CacheWriter.start(SimpleNamespace(directory=not_a_directory, busy_timeout_s=1.0))
-        with pytest.raises(CacheWriteError, match="ended"):
+        with FullDisk(tmp_path) as cache, CacheWriter(cache, window_s=0.01) as writer:
             await writer.put("k", verdict(1))
-        with pytest.raises(CacheWriteError, match=r"exit code 1\): [\w.]+Error"):
-            await writer.close()
 
-    asyncio.run(main())
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(main())
 
 
 def test_only_scored_verdicts_are_handed_over(tmp_path):
     async def main():
-        with VerdictCache(tmp_path) as cache:
-            writer = await CacheWriter.start(cache)
-            try:
-                writer.put("k", verdict(1, status="unscored"))
-            finally:
-                await writer.close()
+        with VerdictCache(tmp_path) as cache, CacheWriter(cache) as writer:
+            writer.put("k", verdict(1, status="unscored"))
 
     with pytest.raises(ValueError, match="only validated verdicts"):
         asyncio.run(main())
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
-def test_the_writer_dies_with_its_run(tmp_path):
-    """A run killed with SIGKILL takes its writer with it: nothing is committed after the kill."""
-    script = tmp_path / "run.py"
-    script.write_text(textwrap.dedent(f"""
-        import asyncio, os, sys
-        from judgekit.cache import CacheWriteError, CacheWriter, VerdictCache
-
-        async def main():
-            with VerdictCache({str(tmp_path / "cache")!r}) as cache:
-                writer = await CacheWriter.start(cache)
-                print(writer._transport.get_pid(), flush=True)
-                await asyncio.sleep(60)
-
-        asyncio.run(main())
-    """))
-    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        writer_pid = int(run.stdout.readline())
-        os.kill(writer_pid, 0)  # alive while its run is
-    finally:
-        run.kill()
-        run.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(writer_pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.01)
-    raise AssertionError("the writer outlived its run")
 
 
 def test_put_many_is_one_transaction(tmp_path):
@@ -254,73 +172,54 @@ def test_each_distinct_question_is_asked_once_and_stored_before_run_returns(tmp_
         assert all(v.provenance.cache_hit and v.provenance.attempts == 0 for v in again)
 
 
-@pytest.fixture
-def writers(monkeypatch) -> list[CacheWriter]:
-    """The cache writers runs start, for a test to stop or kill their processes."""
-    started: list[CacheWriter] = []
-    start = CacheWriter.start.__func__
+class GatedCache(VerdictCache):
+    """Commits only once the gate opens: a disk that stalls."""
 
-    async def recording_start(cls, cache):
-        writer = await start(cls, cache)
-        started.append(writer)
-        return writer
+    def __init__(self, directory, gate: threading.Event):
+        super().__init__(directory)
+        self.gate = gate
 
-    monkeypatch.setattr(CacheWriter, "start", classmethod(recording_start))
-    return started
+    def put_many(self, items):
+        assert self.gate.wait(30), "the test never opened the gate"
+        super().put_many(items)
 
 
-def wait_until(condition, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="stops the writer with SIGSTOP")
-def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_stored(tmp_path, writers):
-    """While the writer cannot commit (its process is stopped: a stalled disk, say), the workers
-    stop once `concurrency` verdicts wait for it (the bound on what a kill can lose); nothing
-    counts as done before it is stored."""
+def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_stored(tmp_path):
+    """While no commit can finish, the workers stop once `concurrency` verdicts wait for the
+    writer (the bound on what a kill can lose); nothing counts as done before it is stored."""
     concurrency, questions = 2, 10
-    done: list[int] = []
-    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.05) as server:
+    gate, done = threading.Event(), []
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.02) as server:
         jobs = [job(seats, server.base_url) for seats in range(questions)]
-        with VerdictCache(tmp_path) as cache:
+        with GatedCache(tmp_path, gate) as cache:
             runner = JudgeRunner(cache=cache, concurrency=concurrency, on_done=lambda: done.append(1))
             outcome: list = []
             thread = threading.Thread(target=lambda: outcome.append(asyncio.run(runner.run(jobs))))
             thread.start()
-            wait_until(lambda: writers)
-            pid = writers[0]._transport.get_pid()
-            os.kill(pid, signal.SIGSTOP)  # before the first reply arrives: nothing is committed
             try:
-                time.sleep(1.0)  # 20 replies' time: the workers have long stopped
+                time.sleep(0.5)  # ~25 replies' time: the workers have long stopped
                 # `concurrency` verdicts handed to the writer, and one more reply per worker waiting for a slot.
                 assert server.request_count == 2 * concurrency
                 assert done == []
             finally:
-                os.kill(pid, signal.SIGCONT)
-                thread.join(60)
+                gate.set()
+                thread.join(30)
     assert server.request_count == questions
     assert len(outcome[0]) == questions and len(done) == questions
     assert stored(tmp_path, [j.key for j in jobs]) == [True] * questions
 
 
-def test_a_writer_that_dies_stops_the_run(tmp_path, writers):
-    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.05) as server:
-        jobs = [job(seats, server.base_url) for seats in range(40)]
-        with VerdictCache(tmp_path) as cache:
+def test_a_failed_write_stops_the_run(tmp_path):
+    class FullDisk(VerdictCache):
+        def put_many(self, items):
+            raise OSError(28, "No space left on device")
+
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.02) as server:
+        jobs = [job(seats, server.base_url) for seats in range(20)]
+        with FullDisk(tmp_path) as cache:
             runner = JudgeRunner(cache=cache, concurrency=2)
-
-            async def main():
-                run = asyncio.create_task(runner.run(jobs))
-                while server.request_count < 4:
-                    await asyncio.sleep(0.01)
-                writers[0]._transport.kill()  # the writer is killed (out of memory, say)
-                await run
-
-            with pytest.raises(CacheWriteError, match="the cache writer process ended"):
-                asyncio.run(main())
+            with pytest.raises(OSError, match="No space left"):
+                asyncio.run(runner.run(jobs))
         assert server.request_count < len(jobs)  # no more calls once nothing can be stored
 
 

@@ -15,7 +15,7 @@ again. The exact invariant, checked here from the server log and the cache after
 
 and no request is ever sent for a verdict already stored, no run sends one twice, and at
 most 2 x `concurrency` requests are lost per kill: at most `concurrency` calls in flight and
-at most `concurrency` answered verdicts waiting for the cache's writer process.
+at most `concurrency` answered verdicts waiting for the cache's writer thread.
 
 The killed runs are forked from a process that has already imported judgekit and litellm
 (tests/data/judge/cli_zygote.py: the console script's entry point, minus ~6 s of imports per

@@ -1,7 +1,7 @@
 """Running judge calls: cache first, bounded concurrency, a token and cost ledger, a budget.
 
 A job is one (trajectory, axis) verdict. Identical jobs in one run share one call. Each
-validated verdict goes to the cache's writer process the moment it exists, without holding up
+validated verdict goes to the cache's writer thread the moment it exists, without holding up
 the next call, and a run killed at any point repeats no call whose verdict was stored.
 """
 
@@ -148,11 +148,11 @@ class JudgeRunner:
         litellm's worker threads hold it.
 
         Then ``concurrency`` workers take the open questions from a queue. A worker hands each
-        validated verdict to the cache's writer process and goes straight on to its next call; a
+        validated verdict to the cache's writer thread and goes straight on to its next call; a
         job counts as done once its verdict is committed. At most ``concurrency`` verdicts wait
-        to be committed at any time (a worker that would exceed it waits), so a run killed at
-        any moment loses at most 2 x ``concurrency`` calls: those in flight and those answered
-        but not yet stored. None whose verdict was stored repeats.
+        to be committed at any time (a worker that would exceed it asks the writer to commit now
+        and waits), so a run killed at any moment loses at most 2 x ``concurrency`` calls: those
+        in flight and those answered but not yet stored. None whose verdict was stored repeats.
         """
         results: list[JudgeVerdict | None] = [None] * len(jobs)
         questions: dict[str, list[int]] = {}
@@ -183,7 +183,7 @@ class JudgeRunner:
         if not workers:
             return [r for r in results if r is not None]
 
-        writer = await CacheWriter.start(self.cache) if self.cache is not None else None
+        writer = CacheWriter(self.cache) if self.cache is not None else None
         unstored = asyncio.Semaphore(self.concurrency)  # verdicts handed to the writer, not yet committed
         storing: set[asyncio.Future[None]] = set()
         failures: list[BaseException] = []
@@ -199,8 +199,9 @@ class JudgeRunner:
                 answer(indexes, verdict)
 
         async def worker() -> None:
-            # Waiting for its verdict to be committed would idle this worker's share of the
-            # concurrency, so a worker waits only when ``concurrency`` verdicts already wait.
+            # Waiting for the writer would idle this worker's share of the concurrency (the
+            # writer commits in groups up to 0.1 s apart), so a worker waits only when
+            # ``concurrency`` verdicts are already waiting to be committed.
             while not failures:  # a failed write stops the run: nothing more can be stored
                 try:
                     key, indexes = open_questions.get_nowait()
@@ -210,6 +211,8 @@ class JudgeRunner:
                 if writer is None or verdict.status != "scored":
                     answer(indexes, verdict)
                     continue
+                if unstored.locked():
+                    writer.flush()  # every slot waits on the writer: commit now, not at the window's end
                 await unstored.acquire()
                 future = writer.put(key, verdict)
                 storing.add(future)
@@ -218,10 +221,11 @@ class JudgeRunner:
         try:
             await asyncio.gather(*(worker() for _ in range(workers)))
             if storing:
+                writer.flush()
                 await asyncio.wait(set(storing))
         finally:
             if writer is not None:
-                await writer.close()  # stores what was handed over, even on cancellation
+                writer.close()  # stores what was handed over, even on cancellation
         if failures:
             raise failures[0]
         return [r for r in results if r is not None]
