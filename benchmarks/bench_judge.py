@@ -15,11 +15,13 @@ When a target is missed, one judgekit run is profiled with cProfile and the func
 judgekit's own time goes are printed.
 
     python benchmarks/bench_judge.py [--verdicts 400] [--concurrency 32] [--latency 0.1] [--rounds 11]
-                                     [--model PIN] [--one-core] [--profile]
+                                     [--model PIN] [--one-core] [--control] [--profile]
 
 ``--one-core`` is a diagnostic, not the target's setting: it pins this process to CPU 0 and the
 server to CPU 1 (Linux), so whatever judgekit does off the event loop (its cache writer thread,
 SQLite, hashing) can no longer hide on the second core. Round-to-round noise is also smaller.
+``--control`` runs the bare loop twice per round and reports the second against the first: how
+far apart two identical runs land here, to read the judgekit ratio against.
 """
 
 from __future__ import annotations
@@ -143,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=MODEL, help="the judge pin both sides send (default %(default)s)")
     parser.add_argument("--one-core", action="store_true", help="pin this process to CPU 0, the server to CPU 1 (diagnostic)")
     parser.add_argument("--profile", action="store_true", help="profile one judgekit run even if targets are met")
+    parser.add_argument("--control", action="store_true",
+                        help="also run the bare loop a second time each round and report bare vs bare: the noise floor")
     args = parser.parse_args(argv)
     n, conc = args.verdicts, args.concurrency
     ideal = n * args.latency / conc
@@ -157,23 +161,25 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(bare_loop(jobs[:conc], conc))
         judgekit_run(conc, server.base_url, conc, Path(tmp), -1, args.model)
 
-        bare, kit = [], []
+        bare, kit, control = [], [], []
+        runs = ("bare", "kit", "control") if args.control else ("bare", "kit")
         for round_ in range(args.rounds):
             before = server.request_count
             # Alternate which goes first: both slow down as a process ages (litellm's state
             # grows), so always running one second would charge the drift to it.
-            order = ("bare", "kit") if round_ % 2 == 0 else ("kit", "bare")
+            order = runs if round_ % 2 == 0 else runs[::-1]
             for which in order:
-                if which == "bare":
+                if which in ("bare", "control"):
                     wall, cpu, contents = timed(lambda: asyncio.run(bare_loop(jobs, conc)))
                     assert len(contents) == n and json.loads(contents[0]) == ANSWER
-                    bare.append((wall, cpu))
+                    (bare if which == "bare" else control).append((wall, cpu))
                 else:
                     wall, cpu, verdicts = timed(lambda r=round_: judgekit_run(n, server.base_url, conc, Path(tmp), r, args.model))
                     kit.append((wall, cpu))
-            assert server.request_count - before == 2 * n  # both sent every request, once
+            assert server.request_count - before == len(runs) * n  # each sent every request, once
             print(f"round {round_ + 1}: bare {bare[-1][0]:.3f}s wall {bare[-1][1]:.3f}s cpu | "
-                  f"judgekit {kit[-1][0]:.3f}s wall {kit[-1][1]:.3f}s cpu", flush=True)
+                  f"judgekit {kit[-1][0]:.3f}s wall {kit[-1][1]:.3f}s cpu"
+                  + (f" | control {control[-1][0]:.3f}s wall" if control else ""), flush=True)
 
         bare_wall, bare_cpu = statistics.median(w for w, _ in bare), statistics.median(c for _, c in bare)
         kit_wall, kit_cpu = statistics.median(w for w, _ in kit), statistics.median(c for _, c in kit)
@@ -193,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judgekit CPU/verdict beyond litellm: {extra_cpu_ms:.3f} ms (median of per-round differences "
               f"{per_round:.3f} ms; target < {CPU_TARGET_MS} ms) {'OK' if extra_cpu_ms < CPU_TARGET_MS else 'MISSED'}")
         print(f"bare loop vs ideal: {bare_wall / ideal:.2f}x (litellm's own client cost at this concurrency)")
+        if control:
+            noise = sorted(cw / bw for (bw, _), (cw, _) in zip(bare, control, strict=True))
+            spread = statistics.quantiles(noise, n=4) if len(noise) > 1 else noise * 3
+            print(f"A/A control (bare loop vs itself, same alternation): per round median {statistics.median(noise):.3f}x, "
+                  f"quartiles {spread[0]:.3f}-{spread[2]:.3f}x")
         if args.profile or ratio > RATIO_TARGET or extra_cpu_ms >= CPU_TARGET_MS:
             print("\n--- cProfile of one judgekit run (judgekit's own functions) ---")
             print(profile_judgekit(jobs, conc, Path(tmp)))
