@@ -197,8 +197,11 @@ def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_s
             thread = threading.Thread(target=lambda: outcome.append(asyncio.run(runner.run(jobs))))
             thread.start()
             try:
-                time.sleep(0.5)  # ~25 replies' time: the workers have long stopped
-                # `concurrency` verdicts handed to the writer, and one more reply per worker waiting for a slot.
+                # `concurrency` verdicts handed to the writer, and one more reply per worker waiting for a slot...
+                deadline = time.monotonic() + 30
+                while server.request_count < 2 * concurrency and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(0.5)  # ...and no more, however long the writer stalls (25 replies' time here)
                 assert server.request_count == 2 * concurrency
                 assert done == []
             finally:
