@@ -136,6 +136,13 @@ def profile_judgekit(jobs: list[JudgeJob], concurrency: int, cache_root: Path) -
     return out.getvalue()
 
 
+def paired_ratios(base: list[tuple[float, float]], other: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Median and quartiles of other's wall time over base's, round by round."""
+    ratios = sorted(o / b for (b, _), (o, _) in zip(base, other, strict=True))
+    low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return statistics.median(ratios), low, high
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verdicts", type=int, default=400)
@@ -186,8 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = kit_wall / bare_wall
         extra_cpu_ms = (kit_cpu - bare_cpu) / n * 1000
         per_round = statistics.median(((kc - bc) / n * 1000) for (_, bc), (_, kc) in zip(bare, kit, strict=True))
-        round_ratios = sorted(kw / bw for (bw, _), (kw, _) in zip(bare, kit, strict=True))
-        quartiles = statistics.quantiles(round_ratios, n=4) if len(round_ratios) > 1 else round_ratios * 3
+        round_median, round_low, round_high = paired_ratios(bare, kit)
         print(f"\n{n} verdicts, concurrency {conc}, {args.latency * 1000:.0f} ms per reply; "
               f"ideal {ideal:.2f}s; medians of {args.rounds} alternating rounds; judge {args.model}"
               f"{'; one core' if args.one_core else ''}")
@@ -195,15 +201,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"judgekit runner   : {kit_wall:.3f}s wall, {kit_cpu:.3f}s cpu ({kit_cpu / n * 1000:.2f} ms/verdict)")
         print(f"ratio             : {ratio:.3f}x of the medians (target <= {RATIO_TARGET:.2f}x) "
               f"{'OK' if ratio <= RATIO_TARGET else 'MISSED'}; per round (each pair run back to back): "
-              f"median {statistics.median(round_ratios):.3f}x, quartiles {quartiles[0]:.3f}-{quartiles[2]:.3f}x")
+              f"median {round_median:.3f}x, quartiles {round_low:.3f}-{round_high:.3f}x")
         print(f"judgekit CPU/verdict beyond litellm: {extra_cpu_ms:.3f} ms (median of per-round differences "
               f"{per_round:.3f} ms; target < {CPU_TARGET_MS} ms) {'OK' if extra_cpu_ms < CPU_TARGET_MS else 'MISSED'}")
         print(f"bare loop vs ideal: {bare_wall / ideal:.2f}x (litellm's own client cost at this concurrency)")
         if control:
-            noise = sorted(cw / bw for (bw, _), (cw, _) in zip(bare, control, strict=True))
-            spread = statistics.quantiles(noise, n=4) if len(noise) > 1 else noise * 3
-            print(f"A/A control (bare loop vs itself, same alternation): per round median {statistics.median(noise):.3f}x, "
-                  f"quartiles {spread[0]:.3f}-{spread[2]:.3f}x")
+            noise, low, high = paired_ratios(bare, control)
+            print(f"A/A control (bare loop vs itself, same alternation): per round median {noise:.3f}x, "
+                  f"quartiles {low:.3f}-{high:.3f}x")
         if args.profile or ratio > RATIO_TARGET or extra_cpu_ms >= CPU_TARGET_MS:
             print("\n--- cProfile of one judgekit run (judgekit's own functions) ---")
             print(profile_judgekit(jobs, conc, Path(tmp)))
