@@ -5,7 +5,8 @@ These tests pin the contract: an awaited put is committed (another connection re
 flush ends the gathering window, close() stores everything handed over even if nobody awaited
 it, a failed write reaches the coroutine waiting on it, and a run asks each distinct question
 once, stores every verdict before it returns, never holds more than `concurrency` verdicts
-waiting to be stored, and stops when the cache cannot store.
+waiting to be stored, stops when the cache cannot store or a call fails unexpectedly, and runs
+each call in its own context.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
 
 import asyncio
+import contextvars
 import threading
 import time
 from dataclasses import replace
@@ -23,6 +25,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from judgekit.cache import CacheWriter, VerdictCache
+from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.jobs import JudgeJob, JudgeRunner, ResolvedJudge
 from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import build_prompt
@@ -185,8 +188,8 @@ class GatedCache(VerdictCache):
 
 
 def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_stored(tmp_path):
-    """While no commit can finish, the workers stop once `concurrency` verdicts wait for the
-    writer (the bound on what a kill can lose); nothing counts as done before it is stored."""
+    """While no commit can finish, calls stop once `concurrency` verdicts wait for the writer
+    (the bound on what a kill can lose); nothing counts as done before it is stored."""
     concurrency, questions = 2, 10
     gate, done = threading.Event(), []
     with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.02) as server:
@@ -197,7 +200,7 @@ def test_at_most_concurrency_verdicts_wait_to_be_stored_and_a_job_is_done_once_s
             thread = threading.Thread(target=lambda: outcome.append(asyncio.run(runner.run(jobs))))
             thread.start()
             try:
-                # `concurrency` verdicts handed to the writer, and one more reply per worker waiting for a slot...
+                # `concurrency` verdicts handed to the writer, and one more reply per task waiting for a slot...
                 deadline = time.monotonic() + 30
                 while server.request_count < 2 * concurrency and time.monotonic() < deadline:
                     time.sleep(0.01)
@@ -224,6 +227,46 @@ def test_a_failed_write_stops_the_run(tmp_path):
             with pytest.raises(OSError, match="No space left"):
                 asyncio.run(runner.run(jobs))
         assert server.request_count < len(jobs)  # no more calls once nothing can be stored
+
+
+def test_an_unexpected_error_in_a_call_stops_the_run_and_is_raised_as_itself(tmp_path):
+    class Broken(LitellmBackend):
+        calls = 0
+
+        async def complete(self, request, **options):
+            Broken.calls += 1
+            if Broken.calls == 3:
+                raise RuntimeError("a bug in the backend")
+            return await super().complete(request, **options)
+
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.05) as server:
+        jobs = [job(seats, server.base_url) for seats in range(20)]
+        with VerdictCache(tmp_path) as cache:
+            runner = JudgeRunner(backend=Broken(), cache=cache, concurrency=2)
+            with pytest.raises(RuntimeError, match="a bug in the backend"):  # not wrapped in a group
+                asyncio.run(runner.run(jobs))
+        assert server.request_count < len(jobs)  # the other calls were stopped, not all made
+
+
+TRACE = contextvars.ContextVar("trace", default=None)
+
+
+def test_each_call_runs_in_its_own_context(tmp_path):
+    """A context variable one call sets (litellm stamps a trace id on each) never reaches the
+    next call, even with one call at a time."""
+    seen = []
+
+    class Stamping(LitellmBackend):
+        async def complete(self, request, **options):
+            seen.append(TRACE.get())
+            TRACE.set(request.messages[1]["content"][-40:])
+            return await super().complete(request, **options)
+
+    with ScriptedOpenAIServer(Reply.ok(ANSWER), default_delay_s=0.0) as server:
+        jobs = [job(seats, server.base_url) for seats in range(4)]
+        verdicts = asyncio.run(JudgeRunner(backend=Stamping(), cache=None, concurrency=1).run(jobs))
+    assert [v.status for v in verdicts] == ["scored"] * 4
+    assert seen == [None] * 4
 
 
 def test_latency_leaves_out_time_queued_for_a_server_slot(tmp_path):
