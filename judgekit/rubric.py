@@ -245,10 +245,13 @@ class Rubric(_Strict):
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
     def sha256(self) -> str:
-        # Rubrics are frozen once loaded (pre-registered), so the hash is computed once.
-        if self._sha256 is None:
-            self._sha256 = sha256_json(self.canonical())
-        return self._sha256
+        # Rubrics are frozen once loaded (pre-registered), so the hash is computed once. It is
+        # read from pydantic's private store directly: it is read twice per verdict, and
+        # ``self._sha256`` goes through BaseModel.__getattr__ (~8 us each time).
+        private = self.__pydantic_private__
+        if private["_sha256"] is None:
+            private["_sha256"] = sha256_json(self.canonical())
+        return private["_sha256"]
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Rubric:
         copy = super().model_copy(update=update, deep=deep)

@@ -197,6 +197,16 @@ def test_any_change_of_criteria_changes_the_hash(tmp_path, changed):
     assert after.sha256() != before.sha256()
 
 
+def test_the_hash_is_kept_but_a_copy_with_changes_is_hashed_afresh(tmp_path):
+    rubric = load_rubric(write(tmp_path / "a.yaml", RUBRIC))
+    first = rubric.sha256()
+    assert rubric.sha256() == first  # computed once, then kept
+    changed = rubric.model_copy(update={"version": "9.9.9"})
+    assert changed.sha256() != first
+    assert changed.sha256() == type(rubric).model_validate(changed.model_dump()).sha256()
+    assert rubric.model_copy().sha256() == first and rubric.sha256() == first
+
+
 # --- suite files --------------------------------------------------------------------------------
 
 SUITE = """\
