@@ -200,7 +200,7 @@ def test_any_change_of_criteria_changes_the_hash(tmp_path, changed):
 def test_the_hash_is_kept_but_a_copy_with_changes_is_hashed_afresh(tmp_path):
     rubric = load_rubric(write(tmp_path / "a.yaml", RUBRIC))
     first = rubric.sha256()
-    assert rubric.sha256() == first  # computed once, then kept
+    assert rubric.sha256() == first  # the kept hash is the one computed
     changed = rubric.model_copy(update={"version": "9.9.9"})
     assert changed.sha256() != first
     assert changed.sha256() == type(rubric).model_validate(changed.model_dump()).sha256()
