@@ -1,15 +1,31 @@
 """Reading the files judgekit takes: JSON Lines streams and YAML/JSON documents.
 
-Every failure becomes an ``InputError`` naming the file and the 1-based line, never a
-traceback. JSON Lines files are read one line at a time, never whole.
+Everything read is hostile until checked. Every failure becomes an ``InputError`` naming the
+file and the 1-based line, never a traceback or a hang:
+
+- only regular files are read (a FIFO, ``/dev/zero`` or a folder is refused before any read),
+  and documents are bounded in bytes;
+- JSON is parsed strictly: duplicate keys, NaN/Infinity, numbers that overflow to infinity
+  (``1e999``), lone surrogates (``"\\ud800"``, which no UTF-8 file can hold) and nesting deeper
+  than ``MAX_DEPTH`` are refused;
+- YAML is read as JSON values only: strings, finite numbers, booleans, null, lists and mappings
+  with string keys. Dates stay the text they were written as, tags such as ``!!binary`` and
+  ``!!set`` are refused, and aliases may not expand a document past ``MAX_YAML_NODES`` values
+  (a 1 KB alias bomb would otherwise expand to billions) nor refer to themselves.
+
+JSON Lines files are read one line at a time, never whole.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -18,6 +34,16 @@ from judgekit.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
+MAX_DEPTH = 200
+"""Deepest nesting of lists and objects accepted in any JSON or YAML input."""
+MAX_DOCUMENT_BYTES = 8 * 2**20
+"""Largest YAML/JSON document (rubric, suite, lock, approval...) read whole."""
+MAX_FILE_BYTES = 1024 * 2**20
+"""Largest file read whole (importer sources)."""
+MAX_LINE_BYTES = 256 * 2**20
+"""Longest line of a JSON Lines file."""
+MAX_YAML_NODES = 500_000
+"""Most values a YAML document may expand to, each alias counted as everything it repeats."""
 
 def describe_validation_error(err: ValidationError) -> str:
     """One readable sentence for the first problem pydantic found (plus a count of others)."""
@@ -45,22 +71,104 @@ def reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def strict_json_loads(text: str) -> Any:
-    """json.loads that refuses duplicate keys and NaN/Infinity (ValueError) instead of
-    silently keeping the last key or writing the constant out as null later."""
-    return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant)
+def finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: JSON allows the digits, a double cannot hold them
+        raise ValueError(f"the number {text[:40]} is too large to represent (it would become infinity)")
+    return value
+
+
+# A JSON \u escape of a UTF-16 surrogate. Only text with one can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_tree(value: Any, *, max_depth: int = MAX_DEPTH, surrogates: bool = True) -> None:
+    """ValueError when ``value`` nests deeper than ``max_depth`` or, with ``surrogates``, holds a
+    string (or key) with a lone surrogate. Iterative: a deep value cannot exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth >= max_depth:
+                raise ValueError(f"nested more than {max_depth} levels deep")
+            for key, item in node.items():
+                if surrogates and isinstance(key, str) and has_lone_surrogate(key):
+                    raise ValueError(f"the key {key!r} holds a lone surrogate (a cut character), which is not text")
+                stack.append((item, depth + 1))
+        elif isinstance(node, list):
+            if depth >= max_depth:
+                raise ValueError(f"nested more than {max_depth} levels deep")
+            stack.extend((item, depth + 1) for item in node)
+        elif surrogates and isinstance(node, str) and has_lone_surrogate(node):
+            raise ValueError(f"the string {node[:60]!r} holds a lone surrogate (a cut character), which is not text")
+
+
+def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """json.loads that refuses (ValueError) what it would otherwise accept silently: duplicate
+    keys (it keeps the last), NaN/Infinity and numbers that overflow to infinity, lone
+    surrogates, and nesting deeper than ``max_depth`` (or deep enough to exhaust the stack)."""
+    try:
+        data = json.loads(
+            text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
+        )
+    except RecursionError:
+        raise ValueError(f"nested more than {max_depth} levels deep") from None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    # Cheap filters first: fewer brackets than the limit cannot nest past it, and only an
+    # escape can make a lone surrogate (UTF-8 text cannot hold one).
+    deep = text.count("[") + text.count("{") > max_depth
+    surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    if deep or surrogates:
+        check_tree(data, max_depth=max_depth, surrogates=surrogates)
+    return data
+
+
+def open_regular_file(path: str | Path, *, max_bytes: int | None = None, expected: str = "a file") -> BinaryIO:
+    """Open a regular file for reading, or raise InputError naming it.
+
+    Opened without blocking, then checked on the open descriptor (no window between check and
+    read): a FIFO, a device such as ``/dev/zero``, a socket or a folder is refused, and so is
+    a file larger than ``max_bytes``.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise unreadable(exc, path, expected) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"is a folder, expected {expected}", path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"not a regular file (a device, FIFO or socket), expected {expected}", path)
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise InputError(f"is {info.st_size} bytes, more than the {max_bytes} allowed for {expected}", path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
     path = Path(path)
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise unreadable(exc, path) from None
-    with handle:
+    with open_regular_file(path, expected="a JSON Lines file") as handle:
         # Bytes line by line, decoded one line at a time, so an error names its own line.
-        for line_no, raw in enumerate(handle, start=1):
+        line_no = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            line_no += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(f"line longer than {MAX_LINE_BYTES} bytes", path, line_no)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -71,8 +179,8 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 data = strict_json_loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
-            except (ValueError, RecursionError) as exc:
-                raise InputError(f"invalid JSON: {exc or 'nested too deeply'}", path, line_no) from None
+            except ValueError as exc:
+                raise InputError(f"invalid JSON: {exc}", path, line_no) from None
             try:
                 yield line_no, model.model_validate(data)
             except ValidationError as exc:
@@ -88,14 +196,45 @@ def unreadable(exc: OSError, path: Path, expected: str = "a file") -> InputError
     return InputError(f"cannot read: {exc.strerror}", path)
 
 
-def read_text(path: str | Path) -> str:
+def read_bytes(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES, expected: str = "a file") -> bytes:
+    """The whole of a regular file of at most ``max_bytes``."""
+    path = Path(path)
+    with open_regular_file(path, max_bytes=max_bytes, expected=expected) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while being read
+        raise InputError(f"is more than the {max_bytes} bytes allowed for {expected}", path)
+    return data
+
+
+def read_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES, expected: str = "a file") -> str:
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bytes(path, max_bytes=max_bytes, expected=expected).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path) from None
-    except OSError as exc:
-        raise unreadable(exc, path) from None
+
+
+def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES, expected: str = "a JSON document") -> Any:
+    """A JSON document, parsed strictly; errors name the file and the line."""
+    path = Path(path)
+    text = read_text(path, max_bytes=max_bytes, expected=expected)
+    try:
+        return strict_json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, exc.lineno) from None
+    except ValueError as exc:  # from the strict hooks; the decoder does not say where
+        raise InputError(f"invalid JSON: {exc}", path) from None
+
+
+def load_json_model(path: str | Path, model: type[M], *, max_bytes: int = MAX_DOCUMENT_BYTES, expected: str | None = None) -> M:
+    """A JSON file judgekit wrote (run record, approval, lock) as ``model``, or InputError."""
+    path = Path(path)
+    expected = expected or f"a {model.__name__} JSON file"
+    data = read_json(path, max_bytes=max_bytes, expected=expected)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"not {expected}: {describe_validation_error(exc)}", path) from None
 
 
 def find_node(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
@@ -108,14 +247,6 @@ def find_node(node: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
         else:
             return None
     return node
-
-
-def compose(path: str | Path) -> yaml.Node | None:
-    """The YAML node tree of a file (for line numbers); None when it does not parse."""
-    try:
-        return yaml.compose(read_text(path), Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
 
 
 def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -143,35 +274,145 @@ def _node_line(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (it would keep the last)."""
+def _refuse(message: str, node: yaml.Node) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+
+
+class _JsonValuesLoader(yaml.SafeLoader):
+    """A SafeLoader that builds JSON values only, within bounds (see the module docstring)."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        # Composing recurses once per level: bound the depth before the stack runs out.
+        event = self.peek_event()
+        if self._depth >= MAX_DEPTH and not isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer of 5,000 digits
+            raise _refuse(f"cannot read this value: {exc}", node) from None
 
     def construct_mapping(self, node, deep=False):
-        seen: dict[Any, yaml.Node] = {}
+        self.flatten_mapping(node)  # merge keys (<<) first, so their keys are checked too
+        seen: dict[str, yaml.Node] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice (first on line {seen[key].start_mark.line + 1})",
-                    key_node.start_mark,
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else type(key).__name__
+                raise _refuse(
+                    f"the key {shown!r} is not a string (YAML reads yes/no/on/off, numbers and null as "
+                    "other types): quote it", key_node,
                 )
+            if key in seen:
+                raise _refuse(f"key {key!r} is given twice (first on line {seen[key].start_mark.line + 1})", key_node)
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_str(self, node):
+        value = super().construct_yaml_str(node)
+        if has_lone_surrogate(value):
+            raise _refuse("this string holds a lone surrogate (a cut character), which is not text", node)
+        return value
 
-def load_document(path: str | Path, model: type[M]) -> M:
-    """Load a YAML (or JSON, which is YAML) document into ``model``; errors carry file:line."""
-    path = Path(path)
-    text = read_text(path)
+    def construct_yaml_float(self, node):
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise _refuse(f"{node.value!r} is not a finite number (NaN and infinities are not JSON values)", node)
+        return value
+
+    def construct_yaml_timestamp(self, node):
+        # A date stays the text it was written as: `2024-05-01` and "2024-05-01" are one value.
+        return self.construct_scalar(node)
+
+    def construct_not_json(self, node):
+        raise _refuse(f"the YAML tag {node.tag!r} is not allowed: these files hold JSON values only", node)
+
+
+for _tag in ("binary", "set", "omap", "pairs"):
+    _JsonValuesLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _JsonValuesLoader.construct_not_json)
+_JsonValuesLoader.add_constructor("tag:yaml.org,2002:str", _JsonValuesLoader.construct_yaml_str)
+_JsonValuesLoader.add_constructor("tag:yaml.org,2002:float", _JsonValuesLoader.construct_yaml_float)
+_JsonValuesLoader.add_constructor("tag:yaml.org,2002:timestamp", _JsonValuesLoader.construct_yaml_timestamp)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph that aliases expand past MAX_YAML_NODES values, or that refers to
+    itself. Each distinct node is measured once (memoised), so a bomb costs its own size."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_YAML_NODES:
+                raise _refuse(f"this document expands to more than {MAX_YAML_NODES} values (YAML aliases "
+                              "repeat what they name): write it out or simplify it", node)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise _refuse("an alias refers to a node that contains it (a recursive structure)", node)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def parse_yaml(text: str, path: str | Path) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the JSON value of one YAML document."""
+    loader = _JsonValuesLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _check_expansion(node)
+        return node, loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise InputError(f"YAML syntax error: {exc.problem or exc.context}", path, line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"YAML error: {exc}", path) from None
+    except RecursionError:  # bounded above; a safety net all the same
+        raise InputError(f"YAML error: nested more than {MAX_DEPTH} levels deep", path) from None
+    finally:
+        loader.dispose()
+
+
+def compose(path: str | Path) -> yaml.Node | None:
+    """The YAML node tree of a file (for line numbers); None when it does not parse."""
+    try:
+        return parse_yaml(read_text(path, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML document"), path)[0]
+    except InputError:
+        return None
+
+
+def load_document(path: str | Path, model: type[M]) -> M:
+    """Load a YAML (or JSON, which is YAML) document into ``model``; errors carry file:line."""
+    path = Path(path)
+    text = read_text(path, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML or JSON document")
+    node, data = parse_yaml(text, path)
     if data is None:
         raise InputError("empty document", path, 1)
     if not isinstance(data, dict):

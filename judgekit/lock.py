@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._files import write_text_atomically
-from judgekit._io import describe_validation_error, read_text
-from judgekit.errors import InputError
+from judgekit._io import load_json_model
 from judgekit.rubric import Rubric
 from judgekit.suite import load_rubrics
 
@@ -42,13 +41,7 @@ class LockFile(BaseModel):
 def read_lock(path: Path) -> LockFile:
     if not path.exists():
         return LockFile()
-    text = read_text(path)
-    try:
-        return LockFile.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-    except ValidationError as exc:
-        raise InputError(describe_validation_error(exc), path) from None
+    return load_json_model(path, LockFile, expected="a rubrics.lock file")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from judgekit._io import load_document, sha256_json
+from judgekit._regex import check_pattern
 from judgekit.judge.spec import JudgeSpec
 
 RUBRIC_FORMAT_VERSION = 1
@@ -69,15 +70,15 @@ class MatchesPredicate(_PredicateBase):
 
     check: Literal["matches"]
     field: str = Field(description="The field tested; it must be a string.")
-    pattern: str = Field(description="A Python regular expression, matched in full.")
+    pattern: str = Field(
+        description="A Python regular expression, matched in full; a match that takes longer than "
+        "half a second makes the axis an error (never a pass or a fail)."
+    )
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression: {exc}") from None
+        check_pattern(pattern)
         return pattern
 
 
@@ -135,19 +136,20 @@ class ExpectedCall(_Strict):
     tool: str = Field(description="The tool that must be called.")
     args: dict[str, dict[str, Any] | bool] = Field(
         default_factory=dict,
-        description="Argument name -> JSON Schema its value must satisfy; 1 point each.",
+        description="Argument name -> JSON Schema (2020-12) its value must satisfy; 1 point each. "
+        "$ref may only name a place in the same schema ('#/$defs/NAME'): nothing is fetched.",
     )
 
     @field_validator("args")
     @classmethod
     def _schemas_valid(cls, args: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import Draft202012Validator, SchemaError
+        from judgekit._jsonschema import SchemaProblem, check_schema
 
         for name, schema in args.items():
             try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                raise ValueError(f"argument {name!r}: invalid JSON Schema: {exc.message}") from None
+                check_schema(schema)
+            except SchemaProblem as exc:
+                raise ValueError(f"argument {name!r}: {exc}") from None
         return args
 
 
@@ -181,6 +183,17 @@ class FaithfulnessCriteria(_Strict):
     """Every claim in the output must be traced to a tool result or the given context."""
 
     guide: str = Field(description="Scoring guide for the judge; no version-bound language.")
+    min_quote_chars: int = Field(
+        8, ge=1, le=200,
+        description="Shortest quote that counts as evidence (after whitespace and case normalisation). "
+        "Shorter quotes count only when they are the whole evidence item or a value with a digit that "
+        "the claim itself states.",
+    )
+    allow_no_claims: bool = Field(
+        False,
+        description="Outputs may make no claim: a judge listing none scores 1.0. Off: no claim for a "
+        "non-empty output is unscored (no_claims).",
+    )
 
 
 # --- the rubric -------------------------------------------------------------------------------

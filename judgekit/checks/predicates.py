@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import operator
-import re
 from typing import Any
 
+from judgekit._regex import fullmatch
 from judgekit.rubric import (
     AbsentPredicate,
     CountPredicate,
@@ -57,7 +57,7 @@ def evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
         if isinstance(predicate, EqualsPredicate) and not _same(actual, predicate.value):
             return False, f"{field} is {json.dumps(actual)}, expected {json.dumps(predicate.value)} in {target}"
         if isinstance(predicate, MatchesPredicate) and not (
-            isinstance(actual, str) and re.fullmatch(predicate.pattern, actual)
+            isinstance(actual, str) and fullmatch(predicate.pattern, actual, what=f"matches on {target}")
         ):
             return False, f"{field} is {json.dumps(actual)}, which does not match /{predicate.pattern}/ in {target}"
     how = "equals " + json.dumps(predicate.value) if isinstance(predicate, EqualsPredicate) else f"matches /{predicate.pattern}/"

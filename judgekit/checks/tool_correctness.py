@@ -9,25 +9,14 @@ nothing and is not counted.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-
 import numpy as np
-from jsonschema import Draft202012Validator
 
-from judgekit._io import canonical_json
+from judgekit._jsonschema import first_error
 from judgekit.checks._paths import path_matches, render_path
 from judgekit.checks.world_state import WorldState
 from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolPoint
 from judgekit.rubric import ExpectedCall, ToolCorrectnessCriteria
 from judgekit.trajectory import Call, Trajectory
-
-
-@lru_cache(maxsize=4096)
-def _validator(schema_json: str) -> Draft202012Validator:
-    import json
-
-    return Draft202012Validator(json.loads(schema_json))
 
 
 def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, str]]:
@@ -37,11 +26,11 @@ def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, s
         if name not in call.args:
             verdicts.append((name, False, "argument missing"))
             continue
-        error = next(iter(_validator(canonical_json(schema)).iter_errors(call.args[name])), None)
-        if error is None:
+        problem = first_error(schema, call.args[name])
+        if problem is None:
             verdicts.append((name, True, "valid against its schema"))
         else:
-            verdicts.append((name, False, f"off-schema: {error.message}"))
+            verdicts.append((name, False, f"off-schema: {problem}"))
     return verdicts
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from judgekit._io import describe_validation_error
+from judgekit._io import describe_validation_error, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.trajectory import Call, Trajectory
 
@@ -26,8 +26,8 @@ def _text(content: Any) -> str:
 
 def _maybe_json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+        return strict_json_loads(text)
+    except (ValueError, TypeError):
         return text
 
 
@@ -83,8 +83,8 @@ def _convert(messages, trajectory_id, prompt, metadata, output, is_error, latenc
                 arguments = function.get("arguments") or "{}"
                 error = None
                 try:
-                    args = json.loads(arguments) if isinstance(arguments, str) else arguments
-                except json.JSONDecodeError:
+                    args = strict_json_loads(arguments) if isinstance(arguments, str) else arguments
+                except ValueError:
                     args, error = {"$unparsed": arguments}, "the arguments were not valid JSON"
                 if not isinstance(args, dict):
                     args, error = {"$unparsed": arguments}, "the arguments were not a JSON object"

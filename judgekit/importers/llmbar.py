@@ -23,13 +23,12 @@ Conversion:
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import read_text
+from judgekit._io import MAX_FILE_BYTES, read_json
 from judgekit.calibration.labels import Label
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
@@ -42,10 +41,7 @@ _SWAP_KEYS = (("original", "swap = False"), ("swapped", "swap = True"))
 
 
 def _load_list(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    data = read_json(path, max_bytes=MAX_FILE_BYTES)
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise InputError("expected a JSON list of objects (LLMBar format)", path)
     return data

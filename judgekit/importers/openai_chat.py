@@ -7,13 +7,12 @@ object ``{"id"?, "messages": [...], "metadata"?, "latency_s"?}``. Writes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from judgekit._files import write_text_atomically
-from judgekit._io import read_text, strict_json_loads
+from judgekit._io import MAX_FILE_BYTES, read_json, read_text, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 
@@ -23,10 +22,7 @@ def _records(src: Path) -> Iterator[tuple[int, int | None, Any]]:
     text = read_text(src)
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", src, exc.lineno) from None
+        data = read_json(src, max_bytes=MAX_FILE_BYTES)
         # A list of messages is one conversation; a list of records is many.
         if data and isinstance(data[0], dict) and "role" in data[0]:
             yield 1, None, data
@@ -67,5 +63,5 @@ def import_openai_chat(src: Path, out: Path) -> list[Path]:
         )
         lines.append(trajectory.model_dump_json(exclude_defaults=True))
     target = out / "trajectories.jsonl"
-    write_text_atomically(target, "".join(line + "\n" for line in lines))
+    write_text_atomically(target, "".join(line + "\n" for line in lines), mask_secrets=False)
     return [target]

@@ -19,7 +19,6 @@ convention): they changed nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from datetime import date
@@ -30,7 +29,7 @@ import yaml
 
 from judgekit import lock as locking
 from judgekit._files import write_text_atomically
-from judgekit._io import read_text
+from judgekit._io import MAX_FILE_BYTES, read_json
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.rubric import Rubric
@@ -50,10 +49,7 @@ TASK_GUIDE = (
 
 
 def _load(src: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(read_text(src))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", src, exc.lineno) from None
+    data = read_json(src, max_bytes=MAX_FILE_BYTES)
     if not isinstance(data, list):
         raise InputError("expected a JSON list of tau-bench run records", src, 1)
     return data
@@ -116,7 +112,7 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
         runs = by_task[task_id]
         rubric = rubric_for_task(task_id, runs[0][1]["info"]["task"], registered, sorted(write_tools))
         rubric_path = rubric_dir / f"{rubric.id}.yaml"
-        write_text_atomically(rubric_path, yaml.safe_dump(rubric.canonical(), sort_keys=False, allow_unicode=True))
+        write_text_atomically(rubric_path, yaml.safe_dump(rubric.canonical(), sort_keys=False, allow_unicode=True), mask_secrets=False)
         lines = []
         for n, run in sorted(runs, key=lambda item: item[1]["trial"]):
             trajectory = messages_to_trajectory(
@@ -130,7 +126,7 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
             )
             lines.append(trajectory.model_dump_json(exclude_defaults=True))
         traj_path = traj_dir / f"{rubric.id.removeprefix('tau-bench-')}.jsonl"
-        write_text_atomically(traj_path, "".join(line + "\n" for line in lines))
+        write_text_atomically(traj_path, "".join(line + "\n" for line in lines), mask_secrets=False)
         written += [rubric_path, traj_path]
         entries.append({"file": traj_path.relative_to(out).as_posix(), "rubric": rubric.ref})
 
@@ -146,5 +142,5 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
         "trajectories": entries,
     }
     suite_path = out / "suite.yaml"
-    write_text_atomically(suite_path, yaml.safe_dump(suite, sort_keys=False))
+    write_text_atomically(suite_path, yaml.safe_dump(suite, sort_keys=False), mask_secrets=False)
     return [*written, lock_path, suite_path]

@@ -1,0 +1,231 @@
+"""Argument schemas from rubrics: checked at load, applied with no network and bounded regexes.
+
+A rubric's JSON Schemas (``tool_correctness.expected_calls[].args``) come from files a pull
+request may bring, and they are applied to what the agent sent. Deterministic scoring must not
+depend on anything outside the pre-registered rubric, so:
+
+- ``$ref`` may only name a place in the same schema (``#`` or ``#/$defs/...``): a ref to a URL
+  or a file would fetch a document the lock does not cover. Refs are resolved at load, so a
+  dangling ref, a ref that names something other than a schema, or refs that loop without
+  consuming data (``{"$ref": "#"}``) are load errors. Keywords that change how refs resolve
+  (``$id``, ``$anchor``, ``$dynamicRef``...) are refused.
+- Validators get a registry that refuses to retrieve anything, whatever slips past the check.
+- ``pattern``, ``patternProperties`` and ``additionalProperties`` (which reads the patterns) run
+  through ``judgekit._regex`` with its time bound.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote
+
+from jsonschema import Draft202012Validator, SchemaError, ValidationError, validators
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
+
+from judgekit import _regex
+from judgekit._io import canonical_json
+from judgekit.errors import InputError
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_REFUSED = ("$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
+# Subschemas applied to the same value (a loop through these alone never ends)...
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas",)
+# ...and subschemas applied to a part of it (or only named for refs: $defs).
+_PART_ONE = ("additionalProperties", "unevaluatedProperties", "items", "additionalItems", "unevaluatedItems",
+             "contains", "propertyNames")
+_PART_LIST = ("prefixItems", "items")
+_PART_MAP = ("properties", "patternProperties", "$defs", "definitions")
+
+
+class SchemaProblem(ValueError):
+    """An argument schema judgekit will not apply."""
+
+
+def _pointer_tokens(fragment: str) -> list[str]:
+    if fragment == "":
+        return []
+    if not fragment.startswith("/"):
+        raise SchemaProblem(f"$ref '#{fragment}' is an anchor; name a place as '#/$defs/NAME'")
+    return [unquote(token).replace("~1", "/").replace("~0", "~") for token in fragment[1:].split("/")]
+
+
+def _resolve(root: Any, ref: Any) -> tuple[str, Any]:
+    """(canonical pointer, schema) that a local ``$ref`` names."""
+    if not isinstance(ref, str):
+        raise SchemaProblem(f"$ref must be a string, got {json.dumps(ref)[:60]}")
+    if not ref.startswith("#"):
+        raise SchemaProblem(f"$ref {ref!r} would read another document; only refs into the same schema "
+                            "('#/$defs/NAME') are allowed, so the locked rubric is all that scores")
+    node = root
+    tokens = _pointer_tokens(ref[1:])
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise SchemaProblem(f"$ref {ref!r} names nothing in this schema")
+    if not isinstance(node, (dict, bool)):
+        raise SchemaProblem(f"$ref {ref!r} names a {type(node).__name__}, not a schema")
+    return "/" + "/".join(token.replace("~", "~0").replace("/", "~1") for token in tokens) if tokens else "", node
+
+
+def _edges(pointer: str, node: dict[str, Any]) -> list[tuple[str, Any, bool]]:
+    """(pointer, subschema, in place) for every subschema a schema object applies or names."""
+    out: list[tuple[str, Any, bool]] = []
+
+    def add(key: str, value: Any, in_place: bool, kind: str) -> None:
+        where = f"{pointer}/{key}"
+        if kind == "one":
+            out.append((where, value, in_place))
+        elif kind == "list" and isinstance(value, list):
+            out.extend((f"{where}/{i}", item, in_place) for i, item in enumerate(value))
+        elif kind == "map" and isinstance(value, dict):
+            out.extend((f"{where}/{name.replace('~', '~0').replace('/', '~1')}", item, in_place)
+                       for name, item in value.items())
+
+    for key, value in node.items():
+        if key in _IN_PLACE_ONE:
+            add(key, value, True, "one")
+        elif key in _IN_PLACE_LIST:
+            add(key, value, True, "list")
+        elif key in _IN_PLACE_MAP:
+            add(key, value, True, "map")
+        elif key in _PART_LIST and isinstance(value, list):
+            add(key, value, False, "list")
+        elif key in _PART_ONE:
+            add(key, value, False, "one")
+        elif key in _PART_MAP:
+            add(key, value, False, "map")
+    return out
+
+
+def check_schema(schema: Any) -> None:
+    """SchemaProblem (with the reason) unless ``schema`` is a valid 2020-12 schema that judgekit
+    can apply offline and in bounded time."""
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaProblem(f"a JSON Schema is an object or a boolean, not a {type(schema).__name__}")
+    if isinstance(schema, dict) and schema.get("$schema", DIALECT) != DIALECT:
+        raise SchemaProblem(f"$schema {schema['$schema']!r}: argument schemas are JSON Schema 2020-12 ({DIALECT})")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaProblem(f"invalid JSON Schema: {exc.message}") from None
+
+    in_place: dict[str, list[str]] = {}  # pointer -> pointers applied to the same value
+    keywords: set[str] = set()
+    stack: list[tuple[str, Any]] = [("", schema)]
+    seen: set[str] = set()
+    while stack:
+        pointer, node = stack.pop()
+        if pointer in seen or not isinstance(node, dict):
+            continue
+        seen.add(pointer)
+        keywords.update(node)
+        for key in _REFUSED:
+            if key in node:
+                raise SchemaProblem(f"{key} is not supported in argument schemas (at '#{pointer}'): "
+                                    "name shared parts in $defs and refer to them as '#/$defs/NAME'")
+        if "$schema" in node and pointer:
+            raise SchemaProblem(f"$schema may only appear at the top of an argument schema (found at '#{pointer}')")
+        successors = in_place.setdefault(pointer, [])
+        if "$ref" in node:
+            target, resolved = _resolve(schema, node["$ref"])
+            successors.append(target)
+            stack.append((target, resolved))
+        for where, child, same_value in _edges(pointer, node):
+            if same_value:
+                successors.append(where)
+            stack.append((where, child))
+    if "patternProperties" in keywords and "unevaluatedProperties" in keywords:
+        raise SchemaProblem("patternProperties together with unevaluatedProperties is not supported: "
+                            "use additionalProperties")
+    _refuse_loops(in_place)
+
+
+def _refuse_loops(in_place: dict[str, list[str]]) -> None:
+    """A cycle of refs and in-place keywords would validate the same value forever."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in in_place:
+        if start in state:
+            continue
+        stack: list[tuple[str, int]] = [(start, 0)]
+        state[start] = 1
+        while stack:
+            pointer, index = stack.pop()
+            successors = in_place.get(pointer, [])
+            if index < len(successors):
+                stack.append((pointer, index + 1))
+                nxt = successors[index]
+                if state.get(nxt) == 1:
+                    raise SchemaProblem(f"'#{nxt}' refers back to itself without descending into the value "
+                                        "(a $ref loop): it would never finish validating")
+                if nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, 0))
+            else:
+                state[pointer] = 2
+
+
+# --- applying ------------------------------------------------------------------------------------
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not _regex.search(pattern, instance, what="schema pattern"):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator, pattern_properties, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for name, value in instance.items():
+            if _regex.search(pattern, name, what="schema patternProperties"):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(validator, additional, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [name for name in instance if name not in properties
+              and not any(_regex.search(p, name, what="schema patternProperties") for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif not additional and extras:
+        shown = ", ".join(repr(name) for name in sorted(extras))
+        yield ValidationError(f"Additional properties are not allowed ({shown} {'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+def _no_retrieval(uri: str):
+    raise NoSuchResource(ref=uri)
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+)
+_OFFLINE = Registry(retrieve=_no_retrieval)
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Any:
+    return _Validator(json.loads(schema_json), registry=_OFFLINE)
+
+
+def first_error(schema: Any, instance: Any) -> str | None:
+    """The first reason ``instance`` fails ``schema`` (None when it is valid). A pattern past its
+    time bound (RegexTimeout) or a value too deep to validate is an InputError: the point can
+    be neither earned nor lost."""
+    try:
+        error = next(iter(_validator(canonical_json(schema)).iter_errors(instance)), None)
+    except RecursionError:
+        raise InputError("an argument is nested too deeply to validate against its schema") from None
+    return None if error is None else error.message
