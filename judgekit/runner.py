@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -61,8 +62,13 @@ def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory, world: WorldSt
 
 
 def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTrajectory]]:
-    """Every trajectory of the suite with its rubric, in suite order; ids must be unique."""
+    """Every trajectory of the suite with its rubric, in suite order; ids must be unique.
+
+    Each carries the suite's snapshot policy: its snapshot files are read only from the
+    suite's ``snapshots.roots``.
+    """
     seen: dict[str, str] = {}
+    policy = loaded.snapshot_policy()
     for entry in loaded.suite.trajectories:
         rubric = loaded.rubric_for(entry.rubric)
         for item in iter_trajectories(loaded.resolve(entry.file)):
@@ -70,7 +76,7 @@ def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTr
             if tid in seen:
                 raise InputError(f"trajectory id {tid!r} already used at {seen[tid]}", item.path, item.line)
             seen[tid] = item.where
-            yield rubric, item
+            yield rubric, replace(item, policy=policy)
 
 
 def iter_results(loaded: LoadedSuite) -> Iterator[TrajectoryResult]:

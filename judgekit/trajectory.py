@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._io import iter_jsonl
-from judgekit.world import SnapshotSpec
+from judgekit.world import SnapshotPolicy, SnapshotSpec
 
 TRAJECTORY_FORMAT_VERSION = 1
 
@@ -80,15 +80,21 @@ class Trajectory(BaseModel):
 
 @dataclass(frozen=True)
 class LoadedTrajectory:
-    """A trajectory with where it came from (file and line), for messages and relative paths."""
+    """A trajectory with where it came from (file and line), for messages and relative paths,
+    and which snapshot files it may read (``policy``; None: only inside its own folder)."""
 
     trajectory: Trajectory
     path: Path
     line: int
+    policy: SnapshotPolicy | None = None
 
     @property
     def base_dir(self) -> Path:
         return self.path.parent
+
+    @property
+    def snapshot_policy(self) -> SnapshotPolicy:
+        return self.policy or SnapshotPolicy((self.base_dir,))
 
     @property
     def where(self) -> str:

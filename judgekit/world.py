@@ -1,9 +1,12 @@
 """World snapshots: the state an agent acted on, before and after a run.
 
 A snapshot is a JSON document (inline or in a file) or a SQLite database file. Snapshot
-contents are untrusted: SQLite files are only ever opened read-only, identifiers are quoted and
+contents are untrusted: snapshot files are only ever opened read-only, identifiers are quoted and
 values bound, so no SQL is ever built from data. Every value comes out as JSON (BLOBs as
 ``{"$blob": sha256, "size": n}``), so predicates, the diff and the judge prompt see one model.
+
+Snapshot *paths* are untrusted too (a trajectory names them): a ``SnapshotPolicy`` confines
+them, and each file is checked before it is read (``judgekit._snapshot_files``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import copy
 import hashlib
 import json
 import math
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,10 +26,17 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judgekit._io import canonical_json, read_text, strict_json_loads, unreadable
+from judgekit._io import canonical_json, strict_json_loads
+from judgekit._snapshot_files import (  # SnapshotPolicy and the constants are part of this module's API
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+    SQLITE_HEADER,
+    SnapshotPolicy,
+    chunks,
+    open_checked,
+    quick_check,
+    readable_database,
+)
 from judgekit.errors import InputError
-
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class SnapshotSpec(BaseModel):
@@ -41,12 +52,16 @@ class SnapshotSpec(BaseModel):
 
     json_value: Any = Field(None, alias="json", description="The world as an inline JSON value.")
     json_file: str | None = Field(
-        None, min_length=1, description="Path to a JSON document, relative to the trajectory file's folder."
+        None,
+        min_length=1,
+        description="Path to a JSON document, relative to the trajectory file's folder; it must lie within "
+        "the suite's snapshots.roots (symlinks followed) and be a regular file within snapshots.max_bytes.",
     )
     sqlite: str | None = Field(
         None,
         min_length=1,
-        description="Path to a SQLite database file, relative to the trajectory file's folder; opened read-only.",
+        description="Path to a SQLite database file, relative to the trajectory file's folder; confined and "
+        "capped like json_file, integrity-checked, opened read-only (a -wal or hot -journal beside it counts).",
     )
 
     @model_validator(mode="after")
@@ -172,15 +187,27 @@ class JsonSnapshot:
         return []
 
 
-def load_json_file(path: str | Path, expected: str = "a JSON document") -> JsonSnapshot:
-    """Parse a JSON document; errors name the file and the line, and say what was ``expected``."""
+def load_json_file(
+    path: str | Path,
+    expected: str = "a JSON document",
+    *,
+    policy: SnapshotPolicy | None = None,
+    spelled: str | None = None,
+) -> JsonSnapshot:
+    """Parse a JSON document; errors name the file and the line, and say what was ``expected``.
+
+    The file is checked and read through one descriptor (``policy``: where it may be, how big;
+    default: anywhere, the default cap).
+    """
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"is a folder, expected {expected}", path)
+    policy = policy or SnapshotPolicy.unconfined()
+    with open_checked(path, policy, expected, spelled) as (fd, _, _):
+        raw = b"".join(chunks(fd, policy.max_bytes, path))
     try:
-        text = read_text(path)
-    except InputError as exc:
-        raise InputError(f"{exc.detail}, expected {expected}", path) from None
+        # Universal newlines, as text mode would: JSON line numbers then count old-Mac lines too.
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        raise InputError(f"not UTF-8 text, expected {expected}", path) from None
     if not text.strip():
         raise InputError(f"empty file, expected {expected}", path, 1)
     try:
@@ -226,19 +253,26 @@ class TableInfo:
 
 
 class SqliteSnapshot:
-    """A SQLite database file, opened read-only. ``records("users")`` reads a table."""
+    """A SQLite database file, opened read-only. ``records("users")`` reads a table.
+
+    Checked when made: a regular file within ``policy`` (default: anywhere, the default size
+    cap), a SQLite header whose page count matches the file size, and ``PRAGMA quick_check``.
+    """
 
     kind: Literal["sqlite"] = "sqlite"
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, policy: SnapshotPolicy | None = None, *, spelled: str | None = None):
         self.path = Path(path)
         self.source = str(self.path)
-        _check_sqlite_file(self.path)
+        self._readable = readable_database(self.path, self, policy or SnapshotPolicy.unconfined(), spelled)
+        quick_check(self.uri, self.path)
 
     @property
     def uri(self) -> str:
-        """The read-only URI; as_uri() percent-encodes, so '?', '#' and '%' in names stay names."""
-        return self.path.resolve().as_uri() + "?mode=ro"
+        """The URI every connection opens (the attached side of a diff too): read-only and
+        immutable, so SQLite neither locks nor writes anything beside the file. as_uri()
+        percent-encodes, so '?', '#' and '%' in names stay names."""
+        return self._readable.as_uri() + "?mode=ro&immutable=1"
 
     @contextmanager
     def connect(self, attach: SqliteSnapshot | None = None, schema: str = "other") -> Iterator[sqlite3.Connection]:
@@ -248,6 +282,9 @@ class SqliteSnapshot:
         """
         try:
             conn = sqlite3.connect(self.uri, uri=True)
+            # A hostile schema's views, triggers and generated columns may not call functions
+            # that are not marked innocuous.
+            conn.execute("PRAGMA trusted_schema = OFF")
         except sqlite3.Error as exc:
             raise InputError(f"cannot open SQLite database: {exc}", self.path) from None
         try:
@@ -296,43 +333,39 @@ def _table_info(conn: sqlite3.Connection, name: str, sql: str, path: Path) -> Ta
     return TableInfo(name, sql, names, tuple(c[1] for c in columns), key, rowid)
 
 
-def _read_header(path: Path, expected: str) -> bytes:
-    """The first bytes of a file, enough to tell a SQLite database."""
-    if path.is_dir():
-        raise InputError(f"is a folder, expected {expected}", path)
-    try:
-        with path.open("rb") as handle:
-            return handle.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise unreadable(exc, path, expected) from None
-
-
-def _check_sqlite_file(path: Path) -> None:
-    header = _read_header(path, "a SQLite database file")
-    # A 0-byte file is what SQLite itself leaves for a database with no tables yet.
-    if header and header != SQLITE_HEADER:
-        raise InputError("not a SQLite database (it does not start with the 'SQLite format 3' header)", path)
-
-
 # --- loading ------------------------------------------------------------------------------------
 
 
-def load_snapshot(spec: SnapshotSpec, base_dir: str | Path, *, inline_source: str = "<inline JSON>") -> Snapshot:
+def load_snapshot(
+    spec: SnapshotSpec,
+    base_dir: str | Path,
+    *,
+    policy: SnapshotPolicy | None = None,
+    inline_source: str = "<inline JSON>",
+) -> Snapshot:
     """Open the snapshot ``spec`` names; relative paths start at ``base_dir``.
 
-    ``inline_source`` labels inline JSON in error messages (e.g. "runs.jsonl:3 world.before").
+    ``policy`` says which files may be read (default: inside ``base_dir``, the default size
+    cap). ``inline_source`` labels inline JSON in error messages (e.g. "runs.jsonl:3 world.before").
     """
     base = Path(base_dir)
+    policy = policy or SnapshotPolicy((base,))
     if spec.sqlite is not None:
-        return SqliteSnapshot(base / spec.sqlite)
+        return SqliteSnapshot(base / spec.sqlite, policy, spelled=f"sqlite: {spec.sqlite!r}")
     if spec.json_file is not None:
-        return load_json_file(base / spec.json_file)
+        return load_json_file(base / spec.json_file, policy=policy, spelled=f"json_file: {spec.json_file!r}")
     return JsonSnapshot(spec.json_value, inline_source)
 
 
-def snapshot_from_path(path: str | Path) -> Snapshot:
-    """A SQLite database when the file has the SQLite header, else a JSON document."""
+def snapshot_from_path(path: str | Path, max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> Snapshot:
+    """A SQLite database when the file has the SQLite header, else a JSON document.
+
+    For files a person names (``judgekit diff A B``): any folder, but the same file checks.
+    """
     path = Path(path)
-    if _read_header(path, "a JSON document or a SQLite database") == SQLITE_HEADER:
-        return SqliteSnapshot(path)
-    return load_json_file(path, expected="a JSON document or a SQLite database")
+    policy = SnapshotPolicy.unconfined(max_bytes)
+    with open_checked(path, policy, "a JSON document or a SQLite database") as (fd, _, _):
+        header = os.pread(fd, len(SQLITE_HEADER), 0)
+    if header == SQLITE_HEADER:
+        return SqliteSnapshot(path, policy)
+    return load_json_file(path, expected="a JSON document or a SQLite database", policy=policy)

@@ -11,6 +11,7 @@ from judgekit._io import iter_jsonl
 from judgekit.errors import InputError
 from judgekit.world import (
     JsonSnapshot,
+    SnapshotPolicy,
     SnapshotSpec,
     SqliteSnapshot,
     format_pointer,
@@ -365,3 +366,53 @@ def test_snapshot_from_path_tells_json_from_sqlite(tmp_path):
     (tmp_path / "w.json").write_text("[]", encoding="utf-8")
     assert isinstance(snapshot_from_path(tmp_path / "w.db"), SqliteSnapshot)
     assert isinstance(snapshot_from_path(tmp_path / "w.json"), JsonSnapshot)
+
+
+# --- what may be read: the policy, the header check ------------------------------------------------
+
+
+@pytest.mark.parametrize("page_size", [pytest.param(512, id="512"), pytest.param(65536, id="65536_stored_as_1")])
+def test_sqlite_page_sizes_at_both_ends_are_read(tmp_path, page_size):
+    path = make_db(tmp_path / "w.db", f"PRAGMA page_size = {page_size}", "CREATE TABLE t (id INTEGER PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    assert path.stat().st_size % page_size == 0 and path.stat().st_size // page_size == 2
+    assert SqliteSnapshot(path).records("t") == [{"id": 1}]
+
+
+def test_sqlite_whole_file_with_a_legacy_header_is_read(tmp_path):
+    # Before SQLite 3.7.0 the in-header page count was not kept: the file size is all there is.
+    path = make_db(tmp_path / "w.db", "CREATE TABLE t (id INTEGER PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    data = path.read_bytes()
+    path.write_bytes(data[:92] + b"\x00\x00\x00\x00" + data[96:])
+    assert SqliteSnapshot(path).records("t") == [{"id": 1}]
+
+
+def test_json_file_line_numbers_count_crlf_and_cr_lines(tmp_path):
+    (tmp_path / "crlf.json").write_bytes(b'{\r\n  "a": 1,\r\n  "b": tru\r\n}\r\n')
+    (tmp_path / "cr.json").write_bytes(b'{\r  "a": 1,\r  "b": tru\r}\r')
+    for name in ("crlf.json", "cr.json"):
+        with pytest.raises(InputError) as caught:
+            load({"json_file": name}, tmp_path)
+        assert caught.value.line == 3
+
+
+def test_policy_roots_are_resolved_and_max_bytes_positive(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    policy = SnapshotPolicy((tmp_path / "alias",), 10)
+    assert policy.roots == ((tmp_path / "real").resolve(),)
+    assert policy.confine(tmp_path / "alias" / "w.json") == (tmp_path / "real" / "w.json").resolve()
+    with pytest.raises(ValueError, match="max_bytes must be > 0"):
+        SnapshotPolicy((tmp_path,), 0)
+    assert SnapshotPolicy.unconfined().confine(Path("/etc/hostname")) == Path("/etc/hostname").resolve()
+
+
+def test_snapshot_spec_paths_are_confined_to_base_dir_by_default(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "w.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load({"json_file": "../w.json"}, tmp_path / "in")
+    assert str(caught.value) == (
+        f"{tmp_path}/in/../w.json: snapshot json_file: '../w.json' (relative to the trajectory file's folder) "
+        f"resolves to {tmp_path.resolve()}/w.json, outside the folders snapshots may be read from "
+        f"({tmp_path.resolve()}/in); to allow it, add a folder that holds it to `snapshots: roots:` in the suite file"
+    )

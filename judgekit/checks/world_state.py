@@ -32,11 +32,11 @@ class WorldState:
 
     @cached_property
     def before(self) -> Snapshot:
-        return load_snapshot(self._require().before, self._loaded.base_dir)
+        return load_snapshot(self._require().before, self._loaded.base_dir, policy=self._loaded.snapshot_policy)
 
     @cached_property
     def after(self) -> Snapshot:
-        return load_snapshot(self._require().after, self._loaded.base_dir)
+        return load_snapshot(self._require().after, self._loaded.base_dir, policy=self._loaded.snapshot_policy)
 
     @cached_property
     def diff(self) -> Diff:
