@@ -26,10 +26,11 @@ ReplyKind = Literal[
     "server_error",
     "slow",
     "drop",
+    "raw",
 ]
 
 # Kinds whose assistant message text the scripter must supply.
-_NEEDS_CONTENT = {"ok", "prose", "wrong_types", "missing_fields", "slow"}
+_NEEDS_CONTENT = {"ok", "prose", "wrong_types", "missing_fields", "slow", "raw"}
 _NO_CONTENT = {"rate_limit", "server_error", "drop"}
 DEFAULT_MALFORMED = '{"verdict": "pass", "reason": "unterminated'
 DEFAULT_REFUSAL = "I can't help with that"
@@ -52,7 +53,8 @@ class Reply(BaseModel):
             "assistant text (the kind is only a label). refusal: HTTP 200, null content and "
             "`message.refusal` set. rate_limit: HTTP 429 with Retry-After. server_error: HTTP "
             "`status` (5xx). slow: wait `delay_s`, then HTTP 200 with `content`. drop: close the "
-            "connection without any response."
+            "connection without any response. raw: HTTP 200 whose whole body is `content`, sent as "
+            "it is (a response that is not a chat completion, `\"choices\": []`...)."
         ),
     )
     content: str | None = Field(
@@ -163,6 +165,12 @@ class Reply(BaseModel):
         """Read the request, then close the connection without any response."""
         return cls(kind="drop", **fields)
 
+    @classmethod
+    def raw(cls, body: str | Mapping[str, Any] | list[Any], **fields: Any) -> Reply:
+        """HTTP 200 whose body is ``body`` verbatim (a mapping becomes its JSON), not wrapped in
+        a chat completion: for servers that answer with something else."""
+        return cls(kind="raw", content=body, **fields)
+
 
 class ScriptSpec(BaseModel):
     """A declarative, JSON-serialisable script (for ``spawn`` and the ``serve`` command).
@@ -239,6 +247,9 @@ def render(reply: Reply, request: Mapping[str, Any], *, created: int) -> Rendere
     """Turn a reply into the HTTP answer to ``request`` (the parsed chat-completions body)."""
     if reply.kind == "drop":
         return Rendered(status=0, body=None)
+    if reply.kind == "raw":
+        assert reply.content is not None  # guaranteed by Reply's validator
+        return Rendered(200, reply.content.encode("utf-8", "surrogatepass"))
     if reply.kind == "rate_limit":
         seconds = reply.retry_after_s if reply.retry_after_s is not None else 1
         body = error_body(

@@ -21,7 +21,7 @@ from judgekit._io import sha256_json
 from judgekit.diff import Diff, render_text
 from judgekit.trajectory import Trajectory
 
-TEMPLATE_NAME = "judge_v1.txt"
+TEMPLATE_NAME = "judge_v2.txt"
 RENDER_VERSION = "1"  # bump with any change to how sections are rendered
 DIFF_MAX_CHARS = 12000
 RESULT_MAX_CHARS = 4000
@@ -47,24 +47,36 @@ def encode_untrusted(text: str) -> str:
 
 @dataclass
 class Evidence:
-    """The evidence a faithfulness judge may cite: id -> the text it was shown."""
+    """The evidence a faithfulness judge may cite: id -> the text it was shown.
+
+    Only what the world said: tool results (``R<n>``) and the given context (``C<n>``). What
+    the agent sent (``A<n>``, a call's tool and arguments) is shown to the judge but is never
+    evidence: ``refund(note="Refund approved")`` answered with ``denied`` supports nothing.
+    """
 
     items: dict[str, str] = field(default_factory=dict)
 
 
-def call_text(call) -> str:
-    args = json.dumps(call.args, sort_keys=True, ensure_ascii=False)
+def _cut(text: str) -> str:
+    if len(text) > RESULT_MAX_CHARS:
+        return text[:RESULT_MAX_CHARS] + f" [cut: {len(text) - RESULT_MAX_CHARS} more chars]"
+    return text
+
+
+def call_sent_text(call) -> str:
+    """What the agent sent: ``tool({args})``."""
+    return _cut(f"{call.tool}({json.dumps(call.args, sort_keys=True, ensure_ascii=False)})")
+
+
+def call_result_text(call) -> str:
+    """What the tool returned (or the error it raised)."""
     if call.error is not None:
-        outcome = f"an error: {call.error}"
-    else:
-        outcome = call.result if isinstance(call.result, str) else json.dumps(call.result, sort_keys=True, ensure_ascii=False)
-    if len(outcome) > RESULT_MAX_CHARS:
-        outcome = outcome[:RESULT_MAX_CHARS] + f" [cut: {len(outcome) - RESULT_MAX_CHARS} more chars]"
-    return f"{call.tool}({args}) returned {outcome}"
+        return _cut(f"error: {call.error}")
+    return _cut(call.result if isinstance(call.result, str) else json.dumps(call.result, sort_keys=True, ensure_ascii=False))
 
 
 def evidence_for(trajectory: Trajectory) -> Evidence:
-    items = {f"R{i}": call_text(call) for i, call in enumerate(trajectory.calls)}
+    items = {f"R{i}": call_result_text(call) for i, call in enumerate(trajectory.calls)}
     items.update({f"C{i}": f"{key}: {text}" for i, (key, text) in enumerate(trajectory.context.items())})
     return Evidence(items)
 
@@ -75,6 +87,8 @@ class Prompt:
     messages: list[dict[str, str]]
     template_sha256: str
     evidence: Evidence
+    output: str = ""
+    """The agent output shown to a faithfulness judge (the claims to check)."""
 
     def render(self) -> str:
         """Exactly what the judge receives, for people."""
@@ -95,6 +109,7 @@ def build_prompt(
     diff: Diff | None,
     *,
     show_output: bool = False,
+    min_quote_chars: int = 8,
 ) -> Prompt:
     """Build the judge prompt for one axis from named sections."""
     parts, digest = _template()
@@ -106,7 +121,9 @@ def build_prompt(
         if show_output:
             sections.append(("Agent output (its own claims; judge the world, not the wording)", "output", [("O", trajectory.output)]))
     elif axis == "faithfulness":
-        sections.append(("Tool calls and results", "tool_results", [(k, v) for k, v in evidence.items.items() if k.startswith("R")]))
+        calls = [item for i, call in enumerate(trajectory.calls)
+                 for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", evidence.items[f"R{i}"]))]
+        sections.append(("Tool calls (A: what the agent sent) and results (R: what the tool returned)", "tool_results", calls))
         sections.append(("Context", "context", [(k, v) for k, v in evidence.items.items() if k.startswith("C")]))
         sections.append(("Agent output (the claims to check)", "output", [("O", trajectory.output)]))
     else:
@@ -114,22 +131,49 @@ def build_prompt(
     # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
     nonce = sha256_json([s[2] for s in sections])[:16]
     body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)
-    system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", parts[axis])
+    instructions = parts[axis].replace("{min_quote_chars}", str(min_quote_chars))
+    system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
     user = parts["user"].replace("{guide}", guide.strip()).replace("{sections}", body)
     system = system.replace("<nonce>", nonce)
-    return Prompt(axis=axis, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], template_sha256=digest, evidence=evidence)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return Prompt(axis=axis, messages=messages, template_sha256=digest, evidence=evidence, output=trajectory.output)
 
 
 def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip()
 
 
-def quote_found(quote: str, evidence_text: str) -> bool:
-    """Whether a quote occurs in the evidence after whitespace and case normalisation."""
+def _forms(text: str) -> tuple[str, str]:
+    # As shown (a JSON string line) a judge may copy the escaped form: accept both.
+    return _normalise(text), _normalise(json.dumps(text, ensure_ascii=False)[1:-1])
+
+
+def _as_token(needle: str, text: str) -> bool:
+    """``needle`` occurs in ``text`` with no letter or digit right before or after it."""
+    return re.search(rf"(?<![^\W_]){re.escape(needle)}(?![^\W_])", text) is not None
+
+
+def quote_problem(quote: str, evidence_text: str, claim: str, min_chars: int) -> str | None:
+    """Why a quote does not identify a fact in the evidence (None when it does).
+
+    A quote must occur in the item (whitespace and case normalised) and be long enough to
+    identify a fact: at least ``min_chars`` characters, or the whole item (a result that is
+    just "42" or "denied"), or a value with a digit that the claim itself states, as a whole
+    token in both ("$500" for "Refund of $500 approved"). A one-letter quote found anywhere
+    proves nothing.
+    """
     needle = _normalise(quote)
     if not needle:
-        return False
-    return needle in _normalise(evidence_text) or needle in _normalise(json.dumps(evidence_text, ensure_ascii=False)[1:-1])
+        return "empty quote"
+    forms = _forms(evidence_text)
+    if not any(needle in text for text in forms):
+        return f"quote {quote[:80]!r} does not occur in it"
+    if len(needle) >= min_chars or needle in forms:
+        return None
+    if any(ch.isdigit() for ch in needle) and _as_token(needle, _normalise(claim)) and any(_as_token(needle, t) for t in forms):
+        return None
+    return (f"quote {quote[:80]!r} is too short to identify a fact (under {min_chars} characters, not the "
+            "whole item, not a value the claim states)")
 
 
 def prompt_summary(prompt: Prompt) -> dict[str, Any]:

@@ -50,7 +50,8 @@ def prompt_for(rubric: Rubric, axis: str, loaded: LoadedTrajectory, world: World
     diff = None
     if axis == "task_success" and world.present:
         diff = world.diff
-    return build_prompt(axis, criteria.guide, loaded.trajectory, diff, show_output=show_output)
+    quote = {"min_quote_chars": criteria.min_quote_chars} if axis == "faithfulness" else {}
+    return build_prompt(axis, criteria.guide, loaded.trajectory, diff, show_output=show_output, **quote)
 
 
 def _judge_spec(rubric: Rubric, axis: str, suite_judge: JudgeSpec | None, override: JudgeOverride) -> JudgeSpec:
@@ -118,7 +119,8 @@ def score_suite_with_repeats(
     repeats: dict[tuple[str, str, int], object] = {}
     for item, verdict in zip(pending, verdicts):
         if item.axis == "faithfulness":
-            axis_result = faithfulness_from_verdict(verdict, item.job.prompt.evidence)
+            prompt = item.job.prompt
+            axis_result = faithfulness_from_verdict(verdict, prompt.evidence, item.job.rubric.faithfulness, prompt.output)
         else:
             axis_result = task_success_with_verdict(item.result.axes["task_success"], verdict)
         repeats[(item.result.trajectory_id, item.axis, item.job.repeat)] = axis_result

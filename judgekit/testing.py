@@ -32,6 +32,7 @@ Reply kinds (``Reply.kind``; each has a named constructor, e.g. ``Reply.refusal(
 ``server_error``   HTTP ``status`` (500 by default, any 5xx); OpenAI error body.
 ``slow``           waits ``delay_s`` (make it exceed the client timeout), then answers like ok.
 ``drop``           reads the request, then closes the connection without any response.
+``raw``            HTTP 200 whose whole body is ``content``, verbatim (``"choices": []``, not JSON...).
 =================  ==============================================================================
 
 Every reply may set ``delay_s`` (latency; None uses ``default_delay_s``) and ``model`` (the

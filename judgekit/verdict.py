@@ -6,15 +6,23 @@ reason, never pass and never fail. Every verdict carries its provenance.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judgekit._io import sha256_json
+from judgekit._io import sha256_json, strict_json_loads
 
 VERDICT_FORMAT_VERSION = 1
-UnscoredReason = Literal["parse_failure", "refusal", "timeout", "budget", "provider_error"]
+ANSWER_MAX_DEPTH = 8  # the answer schemas nest 5 deep; anything deeper is not an answer
+UnscoredReason = Literal[
+    "parse_failure", "refusal", "truncated", "content_filter", "timeout", "budget", "provider_error", "no_claims"
+]
+"""Why a verdict is missing. parse_failure: the reply was not a valid answer; refusal: the model
+declined; truncated: the reply was cut at max_tokens; content_filter: the provider filtered it;
+timeout / provider_error: no reply; budget: the run's budget was spent; no_claims: a faithfulness
+judge listed no claim for an output that makes some."""
 
 
 class _Answer(BaseModel):
@@ -54,12 +62,42 @@ ANSWER_SCHEMAS: dict[str, dict[str, Any]] = {axis: model.model_json_schema() for
 ANSWER_SCHEMA_SHA256: dict[str, str] = {axis: sha256_json(schema) for axis, schema in ANSWER_SCHEMAS.items()}
 
 
+class InvalidAnswer(ValueError):
+    """A judge answer (fresh or from the cache) that is not valid JSON in the axis's schema."""
+
+
+def check_answer(axis: str, data: Any) -> dict[str, Any]:
+    """``data`` if it is a valid answer for ``axis`` exactly as given (strict: no coercion)."""
+    try:
+        ANSWERS[axis].model_validate(data)
+    except ValidationError as exc:
+        raise InvalidAnswer(f"ValidationError: {str(exc)[:300]}") from None
+    return data
+
+
+def parse_answer(axis: str, text: str | None) -> dict[str, Any]:
+    """A reply's text as a valid answer, parsed as strictly as input files are (duplicate keys,
+    NaN and Infinity, lone surrogates and deep nesting refused); InvalidAnswer otherwise."""
+    try:
+        data = strict_json_loads(text or "", max_depth=ANSWER_MAX_DEPTH)
+    except json.JSONDecodeError as exc:
+        raise InvalidAnswer(f"JSONDecodeError: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:
+        raise InvalidAnswer(f"invalid JSON: {exc}") from None
+    return check_answer(axis, data)
+
+
 class Provenance(BaseModel):
     """Everything needed to reproduce or challenge a verdict."""
 
     model_config = ConfigDict(extra="forbid")
 
     model_pin: str = Field(description="The model as pinned in the spec (or the override).")
+    endpoint: str = Field(
+        "provider default",
+        description="Who answered: the api_base it was sent to (normalised), 'embedded' for the local "
+        "judge, or 'provider default'. Another server claiming the same model name is another judge.",
+    )
     reported_model: str | None = Field(None, description="The model the API reported back.")
     model_mismatch: bool = Field(False, description="The reported model differs from the pin.")
     floating: bool = Field(False, description="The model is not a pinned snapshot (allowed by the suite).")

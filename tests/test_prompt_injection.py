@@ -29,7 +29,7 @@ from judgekit.checks.world_state import WorldState
 from judgekit.diff import render_text
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
-from judgekit.prompt import DIFF_MAX_CHARS, RESULT_MAX_CHARS, build_prompt, call_text
+from judgekit.prompt import DIFF_MAX_CHARS, RESULT_MAX_CHARS, build_prompt, call_result_text, call_sent_text
 from judgekit.scoring import RunOptions, score_suite
 from judgekit.suite import load_suite
 from judgekit.testing import Reply, ScriptedOpenAIServer
@@ -184,7 +184,9 @@ def expected_blocks(data: dict[str, Any], axis: str, tmp_path: Path) -> list[tup
     task = ("task", [("P", traj.prompt)])
     output = ("output", [("O", traj.output)])
     if axis == "faithfulness":
-        results = [(f"R{i}", call_text(call)) for i, call in enumerate(traj.calls)]
+        # What the agent sent (A, never evidence) and what each tool returned (R), call by call.
+        results = [item for i, call in enumerate(traj.calls)
+                   for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", call_result_text(call)))]
         context = [(f"C{i}", f"{k}: {v}") for i, (k, v) in enumerate(traj.context.items())]
         return [task, ("tool_results", results), ("context", context), output]
     diff_text = render_text(WorldState(loaded(data, tmp_path)).diff, max_chars=DIFF_MAX_CHARS)
@@ -197,7 +199,9 @@ def payload_items(where: str, axis: str) -> str | None:
         return {"prompt": "P", "output": "O"}[where]
     if where.startswith("world"):
         return "D" if axis == "task_success" else None
-    return ("C" if where.startswith("context") else "R") if axis == "faithfulness" else None
+    if axis != "faithfulness":
+        return None
+    return {"tool_name": "A", "tool_args": "A"}.get(where, "C" if where.startswith("context") else "R")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import os
 import random
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ class RawReply:
     completion_tokens: int
     cost_usd: float | None
     attempts: int
+    finish_reason: str | None = None
 
 
 class CallFailed(Exception):
@@ -181,7 +183,7 @@ class LitellmBackend:
             if not _is_transient(exc) or max_attempts == 1:
                 raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], 1) from None
             return await self._retry(call, exc, max_attempts)
-        return self._reply(response, attempts=1)
+        return self._read(response, attempts=1)
 
     async def _retry(self, call, first_failure: BaseException, max_attempts: int) -> RawReply:
         from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
@@ -205,7 +207,7 @@ class LitellmBackend:
             raise CallFailed(_failure_reason(last), f"{type(last).__name__}: {last}"[:500], attempts) from None
         except Exception as exc:  # noqa: BLE001 - a provider refusing the request (4xx) is not transient
             raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], attempts) from None
-        return self._reply(response, attempts)
+        return self._read(response, attempts)
 
     def _cost(self, response: Any) -> float | None:
         """From litellm's offline cost map; None (unknown, not zero) for a model it cannot price.
@@ -218,7 +220,11 @@ class LitellmBackend:
         hidden = getattr(response, "_hidden_params", None)
         priced = hidden.get("response_cost") if isinstance(hidden, dict) else None
         if priced is not None:
-            return float(priced)
+            try:
+                cost = float(priced)
+            except (TypeError, ValueError):
+                return None
+            return cost if math.isfinite(cost) and cost >= 0 else None
         model = getattr(response, "model", None)
         if model in _UNPRICED:
             return None
@@ -228,16 +234,44 @@ class LitellmBackend:
             _UNPRICED.add(model)
             return None
 
+    def _read(self, response: Any, attempts: int) -> RawReply:
+        """Whatever a reply holds, it becomes a RawReply or this call's CallFailed: one reply
+        never aborts the run. ``_reply`` checks every field it reads, so the last resort here
+        is for a reply no check foresaw."""
+        try:
+            return self._reply(response, attempts)
+        except CallFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - see above
+            raise CallFailed("provider_error", f"could not read the reply: {type(exc).__name__}: {exc}"[:500], attempts) from None
+
     def _reply(self, response: Any, attempts: int) -> RawReply:
-        message = response.choices[0].message
+        """The parts of a response judgekit reads, each checked: a server may send anything with
+        HTTP 200 (``"choices": []``, a number for content), and such a reply is that verdict's
+        provider_error, never a crash of the run."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise CallFailed("provider_error", "malformed reply: it holds no choice", attempts)
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        refusal = getattr(message, "refusal", None)
+        if message is None or not isinstance(content, str | None) or not isinstance(refusal, str | None):
+            raise CallFailed("provider_error", "malformed reply: its message is not text", attempts)
         usage = getattr(response, "usage", None)
-        cost = self._cost(response)
+        reported = getattr(response, "model", None)
+        finish_reason = getattr(choices[0], "finish_reason", None)
         return RawReply(
-            content=message.content,
-            refusal=getattr(message, "refusal", None),
-            reported_model=getattr(response, "model", None),
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cost_usd=cost,
+            content=content,
+            refusal=refusal,
+            reported_model=reported if isinstance(reported, str) else None,
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
+            cost_usd=self._cost(response),
             attempts=attempts,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
+
+
+def _count(value: Any) -> int:
+    """A token count as reported; anything but a non-negative integer counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
