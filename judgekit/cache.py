@@ -1,10 +1,27 @@
 """The verdict cache: diskcache on disk, JSON payloads, canonical sha256 keys.
 
 The key covers everything that can change a verdict (rubric id, version and hash, axis,
-template hash, model pin, parameters, the rendered input) and nothing that cannot (timeouts,
-retries, concurrency). Only validated verdicts are stored, as JSON with a format version, never
-pickle. diskcache commits each write to SQLite before ``set`` returns, so a run killed at any
-moment loses no verdict it already stored.
+template hash, model pin, endpoint, parameters, the rendered input) and nothing that cannot
+(timeouts, retries, concurrency). Only validated verdicts are stored, as JSON text with a format
+version, never pickle. diskcache commits each write to SQLite before ``set`` returns, so a run
+killed at any moment loses no verdict it already stored.
+
+A cache folder is hostile until checked: it may come from a repository or a shared CI cache.
+
+- diskcache would unpickle any row whose ``mode`` says pickle and delete any file a row names.
+  judgekit's own ``Disk`` stores text keys and JSON text values in the database and reads
+  nothing else: a row in another mode, with a file name or a non-text key is refused, and it
+  deletes no file at all (judgekit writes none). Rows are read by judgekit's own query, so no
+  key is ever unpickled either.
+- Before diskcache opens the database, its tables, indexes, triggers and settings are compared
+  with those of a fresh cache: a foreign or corrupt database is an ``InputError`` naming the
+  folder and what to do, never a crash, and diskcache never runs a setting it did not write.
+- Every entry is checked on read: valid JSON in this format, bound to the key it is stored
+  under (the key is inside the payload), a scored verdict whose answer validates against the
+  axis's answer schema exactly as a fresh reply must. A refused entry is a miss, counted in
+  ``refused`` with its reason, and judged again.
+- A cache that cannot be written (a read-only checkout) still serves its hits; new verdicts
+  are then not stored, and ``writable`` says so.
 
 During a run, verdicts are written by one ``CacheWriter`` thread, never on the event loop:
 every SQLite statement releases the GIL, and an event loop that releases it while litellm's
@@ -15,85 +32,366 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
+import shutil
+import sqlite3
+import stat
+import tempfile
 import threading
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import sha256_json
-from judgekit.verdict import JudgeVerdict
+import diskcache
+from diskcache.core import DBNAME, DEFAULT_SETTINGS, MODE_RAW, UNKNOWN
+from pydantic import ValidationError
 
-CACHE_FORMAT_VERSION = 1
+from judgekit._io import sha256_json, strict_json_loads
+from judgekit.errors import InputError
+from judgekit.verdict import InvalidAnswer, JudgeVerdict, check_answer
+
+CACHE_FORMAT_VERSION = 2
 DEFAULT_CACHE_DIR = Path(".judgekit") / "cache"
+MAX_ENTRY_BYTES = 4 * 2**20  # a verdict is a few kB; a bigger row is not judgekit's
+SQLITE_HEADER = b"SQLite format 3\x00"
+# Every diskcache setting, given explicitly, so none is ever taken from the database. Verdicts
+# never expire and are never evicted behind the user's back (prune is explicit), so culling (a
+# query per write) has nothing to do.
+SETTINGS: dict[str, Any] = {**DEFAULT_SETTINGS, "eviction_policy": "none", "size_limit": 2**40, "cull_limit": 0}
 
 
 def cache_key(material: dict[str, Any]) -> str:
     return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
 
 
-class VerdictCache:
-    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR):
-        import diskcache
+class RefusedEntry(Exception):
+    """A cache row judgekit did not write the way it writes rows."""
 
-        self.directory = Path(directory)
-        # Verdicts never expire and are never evicted behind the user's back (prune is explicit),
-        # so culling (a query per write) has nothing to do.
-        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**40, cull_limit=0)
 
-    def get(self, key: str) -> JudgeVerdict | None:
-        raw = self._cache.get(key)
-        if not isinstance(raw, str):
-            return None
+def stored_text(mode: Any, filename: Any, value: Any) -> str:
+    """A row's value if judgekit could have written it (JSON text in the database); else
+    RefusedEntry, without decoding anything."""
+    if mode != MODE_RAW or filename is not None or type(value) is not str:
+        kind = {1: "binary", 2: "a file", 3: "text in a file", 4: "a pickle"}.get(mode, f"mode {mode!r}")
+        raise RefusedEntry(f"its value is stored as {kind}, not as JSON text in the database")
+    return value
+
+
+class JsonTextDisk(diskcache.Disk):
+    """A diskcache ``Disk`` for judgekit's rows only: text keys, JSON text values, in the database.
+
+    Anything else a row may claim (a pickled key or value, a value in a file) is refused, never
+    decoded, and no file is ever removed: judgekit writes none, so a file a row names is not
+    judgekit's to delete.
+    """
+
+    def put(self, key: Any) -> tuple[str, bool]:
+        if type(key) is not str:
+            raise TypeError("verdict cache keys are text")
+        return key, True
+
+    def get(self, key: Any, raw: bool) -> str:
+        if not raw or type(key) is not str:
+            raise RefusedEntry("its key is not stored as text (diskcache would unpickle it)")
+        return key
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> tuple[int, int, None, str]:
+        if read or type(value) is not str:
+            raise TypeError("verdict cache values are JSON text")
+        return 0, MODE_RAW, None, value
+
+    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> str:
+        return stored_text(mode, filename, value)
+
+    def filename(self, key: Any = UNKNOWN, value: Any = UNKNOWN) -> tuple[str, str]:
+        raise TypeError("judgekit stores no value in a file")
+
+    def remove(self, file_path: str) -> None:
+        return None  # see the class docstring
+
+
+def _unreadable(directory: Path, why: str) -> InputError:
+    return InputError(
+        f"the verdict cache is unreadable ({why}): run with --no-cache, or remove it with "
+        f"`judgekit cache clear --cache-dir {directory}`",
+        directory,
+    )
+
+
+@lru_cache(maxsize=1)
+def _reference() -> tuple[frozenset[tuple[str, str, str, str]], frozenset[str]]:
+    """The schema objects and setting names of a fresh cache, made by this diskcache."""
+    folder = tempfile.mkdtemp(prefix="judgekit-cache-reference-")
+    try:
+        diskcache.Cache(folder, disk=JsonTextDisk, **SETTINGS).close()
+        with sqlite3.connect(os.path.join(folder, DBNAME)) as conn:
+            objects = frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+            settings = frozenset(key for (key,) in conn.execute("SELECT key FROM Settings"))
+        return objects, settings
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A read-only connection. In a folder that cannot be written, SQLite cannot create the WAL
+    index it needs for ``mode=ro``; ``immutable=1`` then reads the database file as it is."""
+    uri = db.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+
+
+def _check_database(directory: Path, db: Path) -> None:
+    """InputError unless ``db`` is a judgekit verdict cache (or an empty database)."""
+    info = os.lstat(db)
+    if stat.S_ISLNK(info.st_mode):
+        raise _unreadable(directory, f"{DBNAME} is a symbolic link")
+    if not stat.S_ISREG(info.st_mode):
+        raise _unreadable(directory, f"{DBNAME} is not a regular file")
+    if info.st_size == 0:
+        return  # what SQLite leaves for a database with no table yet
+    with db.open("rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(SQLITE_HEADER):
+        raise _unreadable(directory, f"{DBNAME} is not a SQLite database")
+    if len(header) < 100:
+        raise _unreadable(directory, f"{DBNAME} is truncated")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and pages and info.st_size < pages * page_size:
+        raise _unreadable(directory, f"{DBNAME} is truncated ({info.st_size} bytes for {pages} pages of {page_size})")
+    try:
+        conn = _connect_read_only(db)
         try:
-            payload = json.loads(raw)
-        except json.JSONDecodeError:
+            objects = frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+            settings = {key for (key,) in conn.execute("SELECT key FROM Settings")} if objects else set()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise _unreadable(directory, f"{DBNAME}: {exc}") from None
+    if not objects:
+        return
+    expected_objects, expected_settings = _reference()
+    if objects != expected_objects:
+        odd = sorted(name for _, name, _, _ in objects ^ expected_objects)
+        raise _unreadable(directory, f"not a judgekit verdict cache: unexpected or missing {', '.join(odd[:5])}")
+    if not settings <= expected_settings:
+        raise _unreadable(directory, f"not a judgekit verdict cache: unknown settings {', '.join(sorted(settings - expected_settings)[:5])}")
+
+
+def _writable(directory: Path, db: Path) -> bool:
+    """Whether this process can write the cache: tried, not guessed (root ignores modes)."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+        if db.exists():
+            os.close(os.open(db, os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
+class VerdictCache:
+    """The verdict cache in ``directory`` (created when missing, unless ``create`` is False)."""
+
+    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR, *, create: bool = True):
+        self.directory = Path(directory)
+        self.refused: list[tuple[str, str]] = []
+        """(key, reason) of every entry refused since the cache was opened."""
+        self._db = self.directory / DBNAME
+        self._cache: diskcache.Cache | None = None
+        self._reader: sqlite3.Connection | None = None
+        if self.directory.exists() and not self.directory.is_dir():
+            raise InputError("the verdict cache folder is a file", self.directory)
+        if not self.directory.exists():
+            if not create:
+                raise InputError("no verdict cache here", self.directory)
+            try:
+                self.directory.mkdir(parents=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the verdict cache folder: {exc.strerror}", self.directory) from None
+        if os.path.lexists(self._db):
+            _check_database(self.directory, self._db)
+        self.writable = _writable(self.directory, self._db)
+        try:
+            if self.writable:
+                self._cache = diskcache.Cache(str(self.directory), disk=JsonTextDisk, **SETTINGS)
+            elif not self._db.exists():
+                return  # nothing to read, nowhere to write
+            self._reader = _connect_read_only(self._db)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise _unreadable(self.directory, str(exc)) from None
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self._reader is None:
+            return []
+        try:
+            return self._reader.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.directory, str(exc)) from None
+
+    def get(self, key: str, axis: str | None = None) -> JudgeVerdict | None:
+        """The verdict stored under ``key`` (for ``axis``), or None: absent, or refused."""
+        rows = self._rows(
+            "SELECT mode, filename, CASE WHEN length(value) <= ? THEN value END, length(value) "
+            "FROM Cache WHERE key = ? AND raw = 1",
+            (MAX_ENTRY_BYTES, key),
+        )
+        if not rows:
             return None
-        if payload.get("cache_format") != CACHE_FORMAT_VERSION:
+        mode, filename, value, size = rows[0]
+        try:
+            if size is not None and size > MAX_ENTRY_BYTES:
+                raise RefusedEntry(f"its value is {size} bytes, more than a verdict ever is")
+            return self._decode(key, stored_text(mode, filename, value), axis)
+        except RefusedEntry as exc:
+            self.refused.append((key, str(exc)))
             return None
-        return JudgeVerdict.model_validate(payload["verdict"])
+
+    def _decode(self, key: str, text: str, axis: str | None) -> JudgeVerdict:
+        try:
+            payload = strict_json_loads(text)
+        except ValueError as exc:
+            raise RefusedEntry(f"its value is not valid JSON ({exc})") from None
+        if not isinstance(payload, dict) or set(payload) != {"cache_format", "key", "verdict"}:
+            raise RefusedEntry("its value is not a judgekit cache entry")
+        if payload["cache_format"] != CACHE_FORMAT_VERSION:
+            raise RefusedEntry(f"it is in cache format {payload['cache_format']!r}, not {CACHE_FORMAT_VERSION}")
+        if payload["key"] != key:
+            raise RefusedEntry("it is bound to another key (moved or copied between keys)")
+        try:
+            verdict = JudgeVerdict.model_validate(payload["verdict"])
+        except ValidationError as exc:
+            raise RefusedEntry(f"its verdict is not valid: {str(exc).splitlines()[0]}") from None
+        if verdict.status != "scored" or verdict.answer is None:
+            raise RefusedEntry("it is not a scored verdict (only those are ever stored)")
+        if verdict.provenance.cache_key != key or (axis is not None and verdict.axis != axis):
+            raise RefusedEntry("its verdict belongs to another question")
+        try:
+            check_answer(verdict.axis, verdict.answer)
+        except InvalidAnswer as exc:
+            raise RefusedEntry(f"its answer does not validate against the {verdict.axis} answer schema ({exc})") from None
+        return verdict
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _writer(self) -> diskcache.Cache:
+        if self._cache is None:
+            raise InputError("the verdict cache cannot be written here (read-only)", self.directory)
+        return self._cache
 
     def put(self, key: str, verdict: JudgeVerdict) -> None:
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
-        # pydantic's own JSON encoder (fast), wrapped in the versioned envelope.
-        self._cache.set(key, f'{{"cache_format":{CACHE_FORMAT_VERSION},"verdict":{verdict.model_dump_json()}}}')
+        # pydantic's own JSON encoder (fast), wrapped in the versioned envelope bound to its key.
+        envelope = f'{{"cache_format":{CACHE_FORMAT_VERSION},"key":{json.dumps(key)},"verdict":{verdict.model_dump_json()}}}'
+        self._writer().set(key, envelope)
 
     def put_many(self, items: list[tuple[str, JudgeVerdict]]) -> None:
         """Store several verdicts in one transaction: all of them, or none."""
-        with self._cache.transact():
-            for key, verdict in items:
-                self.put(key, verdict)
+        try:
+            with self._writer().transact():
+                for key, verdict in items:
+                    self.put(key, verdict)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cannot store verdicts in the verdict cache ({exc}): run with --no-cache, or "
+                             f"`judgekit cache clear --cache-dir {self.directory}`", self.directory) from None
+
+    # --- housekeeping -------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        return {"directory": str(self.directory), "entries": len(self._cache), "bytes": self._cache.volume()}
+        [(entries, foreign)] = self._rows(
+            "SELECT count(*), coalesce(sum(raw != 1 OR mode != 0 OR filename IS NOT NULL), 0) FROM Cache"
+        ) or [(0, 0)]
+        size = self._db.stat().st_size if self._db.exists() else 0
+        return {"directory": str(self.directory), "exists": True, "writable": self.writable, "entries": entries,
+                "foreign_entries": foreign, "bytes": size}
 
     def clear(self) -> int:
-        return self._cache.clear()
+        """Remove every entry (the files rows may name are not judgekit's and stay)."""
+        return self._delete(None)
 
     def prune(self, older_than_days: float) -> int:
-        """Remove verdicts created more than ``older_than_days`` ago, and unreadable entries."""
+        """Remove verdicts created more than ``older_than_days`` ago, and entries that are refused."""
         cutoff = datetime.now(timezone.utc) - timedelta(days=older_than_days)
-        removed = 0
-        for key in list(self._cache.iterkeys()):
+        stale = []
+        rows = "SELECT rowid, key, raw, mode, filename, CASE WHEN length(value) <= ? THEN value END FROM Cache"
+        try:
+            for rowid, key, raw, mode, filename, value in self._reader.execute(rows, (MAX_ENTRY_BYTES,)):
+                try:
+                    if not raw or type(key) is not str:
+                        raise RefusedEntry("its key is not stored as text")
+                    verdict = self._decode(key, stored_text(mode, filename, value), None)
+                except RefusedEntry:
+                    stale.append(rowid)
+                    continue
+                if verdict.provenance.created_at < cutoff:
+                    stale.append(rowid)
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.directory, str(exc)) from None
+        return self._delete(stale)
+
+    def _delete(self, rowids: list[int] | None) -> int:
+        """Delete rows by id (all rows for None) with SQL alone, in one transaction: diskcache's
+        own delete would decode the rows' keys and remove files they name."""
+        self._writer()
+        try:
+            conn = sqlite3.connect(self._db, timeout=60, isolation_level=None)
             try:
-                verdict = self.get(key)
-                stale = verdict is None or verdict.provenance.created_at < cutoff
-            except Exception:  # noqa: BLE001 - a payload from another format version is stale
-                stale = True
-            if stale and self._cache.delete(key):
-                removed += 1
+                conn.execute("BEGIN IMMEDIATE")
+                if rowids is None:
+                    removed = conn.execute("DELETE FROM Cache").rowcount
+                else:
+                    conn.executemany("DELETE FROM Cache WHERE rowid = ?", [(rowid,) for rowid in rowids])
+                    removed = len(rowids)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise _unreadable(self.directory, str(exc)) from None
         return removed
 
     def close(self) -> None:
-        """Close the calling thread's SQLite connection (diskcache keeps one per thread)."""
-        self._cache.close()
+        """Close the calling thread's diskcache connection (diskcache keeps one per thread)."""
+        if self._cache is not None:
+            self._cache.close()
+
+    def close_all(self) -> None:
+        """Close the calling thread's connection and the reading one: the cache is done with."""
+        self.close()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def __enter__(self) -> VerdictCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.close_all()
+
+
+def clear_unreadable(directory: Path) -> list[Path]:
+    """Remove the database files of a cache that cannot be opened; return what was removed.
+
+    Only diskcache's own file names are touched, as files: a link is removed, never followed.
+    """
+    removed = []
+    for name in (DBNAME, f"{DBNAME}-wal", f"{DBNAME}-shm"):
+        path = directory / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 _STOP = object()  # queue marker: commit what was handed over, then end the thread

@@ -38,11 +38,13 @@ MODEL = "openai/judge-2024-08-06"
 ANSWER = {"claims": [{"claim": "the account has 3 seats", "supported": False, "evidence": []}]}
 
 
-def verdict(n: int, status: str = "scored") -> JudgeVerdict:
+def verdict(n: int, status: str = "scored", key: str | None = None) -> JudgeVerdict:
+    """A verdict as the runner makes it: its provenance names the key it is stored under
+    (``k<n>`` unless given), which the cache checks on every read."""
     provenance = Provenance(
         model_pin=MODEL, parameters={"temperature": 0}, rubric="r@1.0.0", rubric_sha256="a" * 64,
         template_sha256="b" * 64, judgekit_version="0", litellm_version="0",
-        created_at=datetime(2026, 11, 30, tzinfo=timezone.utc), cache_key=f"{n:064x}",
+        created_at=datetime(2026, 11, 30, tzinfo=timezone.utc), cache_key=key or f"k{n}",
     )
     if status == "scored":
         return JudgeVerdict(axis="faithfulness", status="scored", answer=ANSWER, provenance=provenance)
@@ -124,8 +126,8 @@ def test_put_many_is_one_transaction(tmp_path):
         def model_dump_json(self, **kwargs):
             raise RuntimeError("cannot serialise")
 
-    good = verdict(1)
-    bad = Broken.model_validate(verdict(2).model_dump())
+    good = verdict(1, key="good")
+    bad = Broken.model_validate(verdict(2, key="bad").model_dump())
     with VerdictCache(tmp_path) as cache:
         with pytest.raises(RuntimeError):
             cache.put_many([("good", good), ("bad", bad)])

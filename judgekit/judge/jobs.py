@@ -8,7 +8,6 @@ the next call, and a run killed at any point repeats no call whose verdict was s
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +15,7 @@ from datetime import datetime, timezone
 from functools import cached_property, partial
 from typing import Any
 
-from pydantic import ValidationError
-
+from judgekit._text import redact
 from judgekit._version import __version__
 from judgekit.cache import CacheWriter, VerdictCache, cache_key
 from judgekit.judge.backend import CallFailed, CallRequest, LitellmBackend, litellm_version
@@ -25,7 +23,7 @@ from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
 from judgekit.suite import Budget
-from judgekit.verdict import ANSWER_SCHEMA_SHA256, ANSWER_SCHEMAS, ANSWERS, JudgeVerdict, Provenance
+from judgekit.verdict import ANSWER_SCHEMA_SHA256, ANSWER_SCHEMAS, InvalidAnswer, JudgeVerdict, Provenance, parse_answer
 
 
 @dataclass(frozen=True)
@@ -37,6 +35,7 @@ class ResolvedJudge:
     model_pin: str
     api_base: str | None = None
     api_key: str | None = None
+    endpoint: str = "provider default"  # who answers: part of provenance, the cache key and the fingerprint
     floating: bool = False
     override: bool = False
     max_concurrency: int | None = None  # a server with few slots (the embedded judge has one)
@@ -66,6 +65,7 @@ class JudgeJob:
                 "axis": self.axis,
                 "template_sha256": self.prompt.template_sha256,
                 "model": self.judge.model_pin,
+                "endpoint": self.judge.endpoint,
                 "override": self.judge.override,
                 "parameters": self.judge.spec.cache_parameters(),
                 "messages": self.prompt.messages,
@@ -80,6 +80,9 @@ class Ledger:
 
     calls: int = 0
     cache_hits: int = 0
+    cache_refused: dict[str, int] = field(default_factory=dict)  # reason -> entries refused
+    cache_read_only: bool = False
+    cache_dir: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -103,6 +106,9 @@ class Ledger:
         return {
             "calls": self.calls,
             "cache_hits": self.cache_hits,
+            "cache_refused": dict(sorted(self.cache_refused.items())),
+            "cache_read_only": self.cache_read_only,
+            "cache_dir": self.cache_dir,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd, 6),
@@ -177,7 +183,7 @@ class JudgeRunner:
 
         open_questions: list[tuple[str, list[int]]] = []
         for key, indexes in questions.items():
-            cached = self.cache.get(key) if self.cache is not None else None
+            cached = self.cache.get(key, jobs[indexes[0]].axis) if self.cache is not None else None
             if cached is None:
                 open_questions.append((key, indexes))
                 continue
@@ -185,10 +191,17 @@ class JudgeRunner:
             cached.provenance.cache_hit = True
             cached.provenance.attempts = 0
             answer(indexes, cached)
+        if self.cache is not None:
+            self.ledger.cache_dir = str(self.cache.directory)
+            self.ledger.cache_read_only = not self.cache.writable
+            for _, reason in self.cache.refused:
+                reason = reason.split(" (")[0]  # the kind of refusal, without its details
+                self.ledger.cache_refused[reason] = self.ledger.cache_refused.get(reason, 0) + 1
         if not open_questions:
             return [r for r in results if r is not None]
 
-        writer = CacheWriter(self.cache) if self.cache is not None else None
+        # A read-only cache (a checkout that cannot be written) serves its hits and stores nothing.
+        writer = CacheWriter(self.cache) if self.cache is not None and self.cache.writable else None
         calls = asyncio.Semaphore(self.concurrency)  # questions being asked
         unstored = asyncio.Semaphore(self.concurrency)  # verdicts handed to the writer, not yet committed
         storing: set[asyncio.Future[None]] = set()
@@ -254,6 +267,7 @@ class JudgeRunner:
         judgekit_version, llm_version = self._versions
         return Provenance(
             model_pin=job.judge.model_pin,
+            endpoint=job.judge.endpoint,
             floating=job.judge.floating,
             override=job.judge.override,
             parameters=job.judge.spec.cache_parameters(),
@@ -269,7 +283,7 @@ class JudgeRunner:
 
     def _unscored(self, job: JudgeJob, key: str, reason: str, detail: str, **extra: Any) -> JudgeVerdict:
         return JudgeVerdict(
-            axis=job.axis, status="unscored", unscored_reason=reason, detail=detail[:1000],
+            axis=job.axis, status="unscored", unscored_reason=reason, detail=redact(detail)[:1000],
             provenance=self._provenance(job, key, **extra),
         )
 
@@ -333,11 +347,18 @@ class JudgeRunner:
             if reply.refusal or (reply.content is None and reply.refusal is not None):
                 return self._unscored(job, key, "refusal", reply.refusal or "refused",
                                       latency_s=latency(), **usage)
+            # A reply cut short or filtered is not the judge's whole answer, even when what
+            # arrived happens to parse; asking again at temperature 0 would get the same.
+            if reply.finish_reason == "length":
+                return self._unscored(job, key, "truncated", f"the reply was cut at max_tokens={spec.max_tokens} "
+                                      "(finish_reason length): raise the judge's max_tokens", latency_s=latency(), **usage)
+            if reply.finish_reason == "content_filter":
+                return self._unscored(job, key, "content_filter", "the provider filtered the reply "
+                                      "(finish_reason content_filter)", latency_s=latency(), **usage)
             try:
-                data = json.loads(reply.content or "")
-                ANSWERS[job.axis].model_validate(data)  # strict: valid as sent, or not at all
-            except (json.JSONDecodeError, ValidationError) as exc:
-                problem = f"{type(exc).__name__}: {str(exc)[:300]}"
+                data = parse_answer(job.axis, reply.content)  # strict: valid as sent, or not at all
+            except InvalidAnswer as exc:
+                problem = str(exc)
                 continue
             return JudgeVerdict(
                 axis=job.axis, status="scored", answer=data,
