@@ -1,7 +1,8 @@
 """The gate: deterministic axes always gate; a judge axis gates only with an approved judge.
 
 A judge's verdict may fail the gate only when an approval record matches its exact fingerprint
-(model pin, parameters, rubric id@version and hash, template hash) and that axis was approved.
+(model pin, endpoint, parameters, rubric id@version and hash, template hash), that axis was
+approved, and the API reported the pinned model (unless the suite allows a mismatch).
 Otherwise the axis is advisory: shown, never gating, and the report says why and which command
 would approve it. In task-success judge mode an advisory judge leaves the deterministic checks
 gating on their own.
@@ -57,6 +58,11 @@ def _approval(calibration_dir: Path, identity: JudgeIdentity, cache: dict) -> Ap
     return cache[key]
 
 
+def _mismatch_reason(provenance) -> str:
+    return (f"the API reported model {provenance.reported_model!r}, not the pinned {provenance.model_pin!r}: "
+            "another model answered (set gate.allow_model_mismatch in the suite to let it gate)")
+
+
 def _advisory_reason(record: ApprovalRecord | None, axis: str) -> str:
     if record is None:
         return ("no approval record matches this judge's fingerprint (new judge, or the model, parameters, "
@@ -73,7 +79,7 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
     gating: dict[str, list[float]] = defaultdict(list)
     advisory_values: dict[str, list[float]] = defaultdict(list)
     unscored: dict[str, int] = defaultdict(int)
-    advisory: dict[tuple[str, str, str], int] = defaultdict(int)
+    advisory: dict[tuple[str, str, str, bool], int] = defaultdict(int)  # (axis, rubric, reason, mismatch)
     calib_pairs: dict[str, list[tuple[bool, bool]]] = {}
     judge_binary: dict[str, list[bool]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
@@ -87,7 +93,8 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
                 continue
             identity = JudgeIdentity.of(res.judge)
             approval = _approval(calibration_dir, identity, approvals)
-            if approval is not None and approval.approved(axis):
+            mismatch = res.judge.model_mismatch and not policy.allow_model_mismatch
+            if approval is not None and approval.approved(axis) and not mismatch:
                 if res.status == "unscored":
                     unscored[axis] += 1
                     continue
@@ -98,14 +105,15 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
                     judge_binary[axis].append(judge_check.passed)
                     calib_pairs[axis] = approval.axes[axis].pairs
                 continue
-            advisory[(axis, result.rubric, _advisory_reason(approval, axis))] += 1
+            reason = _mismatch_reason(res.judge) if mismatch else _advisory_reason(approval, axis)
+            advisory[(axis, result.rubric, reason, mismatch)] += 1
             if res.status == "scored":
                 advisory_values[axis].append(float(res.passed) if axis == "task_success" else res.score)
             if axis == "task_success":  # the deterministic checks still gate
                 gating[axis].append(float(all(c.passed for c in res.checks if c.source == "deterministic")))
 
     axes_out = []
-    for axis in sorted(set(gating) | set(advisory_values) | {a for a, _, _ in advisory} | set(unscored) | set(errors)):
+    for axis in sorted(set(gating) | set(advisory_values) | {a for a, _, _, _ in advisory} | set(unscored) | set(errors)):
         values = gating.get(axis, [])
         minimum = policy.minimum(axis)
         value = sum(values) / len(values) if values else None
@@ -120,8 +128,9 @@ def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 
             reasons.append(f"{unscored[axis]} of {judged} gating judge verdicts are unscored (max rate {policy.max_unscored_rate})")
         adv = [
             Advisory(rubric=rubric, trajectories=n, reason=reason,
-                     command=f"judgekit calibrate SUITE --labels {calibration_dir}/{rubric.split('@')[0]}/labels.jsonl")
-            for (a, rubric, reason), n in sorted(advisory.items()) if a == axis
+                     command="pin the model the API reports in the suite's judge, or set gate.allow_model_mismatch: true"
+                     if mismatch else f"judgekit calibrate SUITE --labels {calibration_dir}/{rubric.split('@')[0]}/labels.jsonl")
+            for (a, rubric, reason, mismatch), n in sorted(advisory.items()) if a == axis
         ]
         adv_values = advisory_values.get(axis, [])
         corrected = None

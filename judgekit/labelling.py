@@ -15,6 +15,9 @@ never sees the judge's verdict, the trajectory's metadata, or the sample's split
 Every label is appended to ``labels.jsonl`` (by default ``<calibration_dir>/<rubric-id>/``, the
 suite's calibration folder) the moment it is given: append, flush, fsync, never a rewrite. Items
 this labeler already labelled are skipped, so running the same command again resumes.
+
+A session holds each labels file locked from before it reads it until it ends, and sets a torn
+last line aside (``judgekit.calibration.labels_file``).
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgekit._text import one_line, printable, redact
 from judgekit.calibration.labels import AXES, Label, load_labels
+from judgekit.calibration.labels_file import append_label
 from judgekit.errors import InputError
 from judgekit.rubric import Rubric
 from judgekit.trajectory import LoadedTrajectory
@@ -167,11 +171,13 @@ def plan(
     labels_path: Callable[[Rubric], Path],
     record: RunRecord | None = None,
     threshold: float = 0.5,
+    read: Callable[[Path], list[Label]] = read_existing,
 ) -> Plan:
     """Draw the sample and drop the items ``labeler`` has already labelled.
 
     ``axes`` empty means each rubric's judged axes. Every labels file involved is read (and
-    checked) before anything is written.
+    checked) through ``read`` before anything is written; a session passes ``LabelFiles.read``,
+    which locks each file first.
     """
     if not labeler.strip():
         raise InputError("the labeler's name is empty: say who labels with --labeler NAME")
@@ -193,7 +199,7 @@ def plan(
     for rubric, _ in candidates.values():
         path = labels_path(rubric)
         if path not in existing:
-            existing[path] = read_existing(path)
+            existing[path] = read(path)
     done = {(lab.trajectory_id, lab.axis) for labels in existing.values() for lab in labels if lab.labeler == labeler}
     kinds = {(lab.trajectory_id, lab.axis): (path, lab) for path, labels in existing.items() for lab in labels}
 
@@ -215,13 +221,6 @@ def plan(
 
 
 # --- what the person sees ----------------------------------------------------------------------
-
-
-def printable(text: str) -> str:
-    """Escape control characters (an agent's output may hold terminal escapes); keep \\n and \\t."""
-    return "".join(
-        ch if ch in "\n\t" or not (ord(ch) < 32 or 127 <= ord(ch) < 160) else f"\\x{ord(ch):02x}" for ch in text
-    )
 
 
 def _as_text(value: Any) -> str:
@@ -291,13 +290,17 @@ class Terminal(Protocol):
 
 
 class PlainTerminal:
-    """Plain text through injected functions: pipes, logs, tests."""
+    """Plain text through injected functions: pipes, logs, tests. Whatever is written has its
+    control characters escaped and secrets masked, whoever built the text."""
 
     def __init__(self, write: Callable[[str], None], readline: Callable[[], str]):
-        self._write, self._readline = write, readline
+        self._raw_write, self._readline = write, readline
+
+    def _write(self, text: str) -> None:
+        self._raw_write(redact(printable(text)))
 
     def section(self, title: str, body: str) -> None:
-        self._write(f"-- {title}\n{body}\n")
+        self._write(f"-- {one_line(title)}\n{body}\n")
 
     def say(self, text: str) -> None:
         self._write(text + "\n")
@@ -322,14 +325,14 @@ class RichTerminal:
         from rich.panel import Panel
         from rich.text import Text
 
-        text = Text(body)
+        text = Text(redact(printable(body)))
         text.highlight_regex(r"(?m)^   ERROR: .*$", "bold red")  # failed calls stand out
-        self._console.print(Panel(text, title=Text(title, style="bold"), title_align="left"))
+        self._console.print(Panel(text, title=Text(redact(one_line(title)), style="bold"), title_align="left"))
 
     def say(self, text: str) -> None:
         from rich.text import Text
 
-        self._console.print(Text(text))
+        self._console.print(Text(redact(printable(text))))
 
     def ask(self, prompt: str) -> str:
         from rich.text import Text
@@ -355,28 +358,6 @@ class Outcome:
         return f"labelled {self.labelled}{skipped}, {self.left} left; run the same command to resume"
 
 
-def append_label(path: Path, label: Label) -> None:
-    """One line at the end of the file, on disk before returning; the file is never rewritten."""
-    line = (label.model_dump_json(exclude_none=True) + "\n").encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    created = not path.exists()
-    with open(path, "a+b") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell():
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":  # a hand-edited last line without its newline
-                line = b"\n" + line
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if created and hasattr(os, "O_DIRECTORY"):  # make the new file's name durable too
-        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class _Quit(Exception):
     """The person typed q."""
 
@@ -393,7 +374,8 @@ def _ask_axis(term: Terminal, axis: str) -> Any:
         term.say("expected p or f" if axis == "task_success" else "expected a number from 0 to 1")
 
 
-def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[], datetime], outcome: Outcome) -> None:
+def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[], datetime], outcome: Outcome,
+                     append: Callable[[Path, Label], None] = append_label) -> None:
     for axis in task.axes:
         term.section(f"{axis}: guide", printable(getattr(task.rubric, axis).guide.strip()))
         answer = _ask_axis(term, axis)
@@ -406,22 +388,24 @@ def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[],
         value = {"label": answer} if axis == "task_success" else {"score": answer}
         label = Label(trajectory_id=task.loaded.trajectory.id, axis=axis, labeler=labeler,
                       labeled_at=now(), note=note, **value)
-        append_label(task.labels_path, label)
+        append(task.labels_path, label)
         outcome.labelled += 1
         outcome.left -= 1
 
 
-def run_session(work: Plan, labeler: str, term: Terminal, now: Callable[[], datetime] = utc_now) -> Outcome:
-    """Label every task; 'q', end of input or Ctrl-C stop cleanly with what was written kept."""
+def run_session(work: Plan, labeler: str, term: Terminal, now: Callable[[], datetime] = utc_now,
+                append: Callable[[Path, Label], None] = append_label) -> Outcome:
+    """Label every task; 'q', end of input or Ctrl-C stop cleanly with what was written kept.
+    ``append`` writes each label (a session passes ``LabelFiles.append``, the locked files)."""
     outcome = Outcome(left=work.total - work.done)
     try:
         for number, task in enumerate(work.tasks, 1):
             term.say("")
-            term.say(f"[{number}/{len(work.tasks)}] trajectory {printable(task.loaded.trajectory.id)} "
+            term.say(f"[{number}/{len(work.tasks)}] trajectory {one_line(task.loaded.trajectory.id)} "
                      f"(rubric {task.rubric.ref})")
             for title, body in sections(task.loaded):
                 term.section(title, body)
-            label_trajectory(task, labeler, term, now, outcome)
+            label_trajectory(task, labeler, term, now, outcome, append)
     except (_Quit, EOFError, KeyboardInterrupt):
         outcome.stopped = True
         term.say("")

@@ -16,6 +16,7 @@ from judgekit._io import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric
+from judgekit.world import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
 
 SUITE_FORMAT_VERSION = 1
 RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -44,6 +45,24 @@ class Budget(BaseModel):
     max_cost_usd: float | None = Field(None, gt=0, description="Dollars for the run (litellm's cost map).")
 
 
+class SnapshotSettings(BaseModel):
+    """Which snapshot files (``world.before`` / ``world.after`` paths in trajectories) may be read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    roots: list[str] = Field(
+        default_factory=lambda: ["."],
+        min_length=1,
+        description="Folders snapshot files must lie in once every symlink is followed, relative to the "
+        "suite file. Default: the suite's own folder tree.",
+    )
+    max_bytes: int = Field(
+        DEFAULT_MAX_SNAPSHOT_BYTES,
+        gt=0,
+        description="Largest snapshot file read, in bytes; a SQLite -wal or -journal beside a database counts apart.",
+    )
+
+
 class GatePolicy(BaseModel):
     """What a run must reach to pass the gate. Judge axes count only with an approved judge."""
 
@@ -54,6 +73,11 @@ class GatePolicy(BaseModel):
     min_faithfulness: float = Field(1.0, ge=0, le=1, description="Mean faithfulness score at least this.")
     max_unscored_rate: float = Field(
         0.1, ge=0, le=1, description="A gating judge axis with more unscored verdicts than this fails the gate."
+    )
+    allow_model_mismatch: bool = Field(
+        False,
+        description="Let verdicts gate when the API reported another model than the pin. Off: such "
+        "verdicts are advisory, with the reported model named.",
     )
 
     def minimum(self, axis: str) -> float:
@@ -91,6 +115,10 @@ class Suite(BaseModel):
     approval: ApprovalThresholds = Field(
         default_factory=lambda: ApprovalThresholds(), description="What a judge must reach to gate."
     )
+    snapshots: SnapshotSettings = Field(
+        default_factory=lambda: SnapshotSettings(),
+        description="Where the snapshot files trajectories name may be, and how big they may be.",
+    )
 
 
 @dataclass
@@ -106,6 +134,11 @@ class LoadedSuite:
 
     def resolve(self, relative: str) -> Path:
         return (self.base_dir / relative).resolve()
+
+    def snapshot_policy(self) -> SnapshotPolicy:
+        """The suite's ``snapshots`` setting, its roots resolved from the suite file's folder."""
+        settings = self.suite.snapshots
+        return SnapshotPolicy(tuple(self.base_dir / root for root in settings.roots), settings.max_bytes)
 
     def rubric_for(self, ref: str) -> Rubric:
         if ref in self.rubrics:

@@ -141,8 +141,10 @@ def test_a_changed_rubric_voids_the_approval(project):
 def test_recalibration_compares_with_the_previous_approval(project):
     with ScriptedOpenAIServer(answer_like_the_labels) as server:
         assert calibrate(project, server).exit_code == 0
-    with ScriptedOpenAIServer(answer_the_opposite) as server:
-        # Same fingerprint, another behaviour: what a silent provider-side change looks like.
+        port = server.port
+    with ScriptedOpenAIServer(answer_the_opposite, port=port) as server:
+        # Same fingerprint (same model, same endpoint), another behaviour: what a silent
+        # provider-side change looks like.
         again = calibrate(project, server, "--compare", "--cache-dir", str(project / "cache-2"))
     assert again.exit_code == 1
     assert "DRIFT ALARM faithfulness" in again.output

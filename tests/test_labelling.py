@@ -477,3 +477,227 @@ def test_terminal_session_prompts_and_ctrl_c_then_resume(example: Path, tmp_path
     assert [(lab.trajectory_id, lab.score, lab.note) for lab in first] == [(draw_sample(ids_of(example), 3, 4)[0], 0.5, "partly")]
     code, _ = label_cli(*args, "--labels", path, input="1\n\n1\n\n")
     assert code == 0 and sorted(t for t, _, _ in labelled(path)) == sorted(draw_sample(ids_of(example), 3, 4))
+
+
+# --- one session per labels file; a torn last line set aside -----------------------------------
+
+PROMPT = b"faithfulness score in [0, 1]"
+HELD = "another `judgekit label` session holds this labels file; finish or quit it first (or label into another file with --labels)"
+
+
+class PipedSession:
+    """A real `judgekit label` process on pipes, read as it prints, so a test can act mid-session."""
+
+    def __init__(self, args: list, cwd: Path):
+        self.proc = subprocess.Popen([*CLI, "label", *map(str, args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=cwd)
+        self.out = b""
+
+    def expect(self, needle: bytes, count: int = 1, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while self.out.count(needle) < count:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise AssertionError(f"{needle!r} did not appear; got:\n{self.out[-2000:].decode()}")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise AssertionError(f"the session ended before {needle!r}; got:\n{self.out[-2000:].decode()}")
+            self.out += chunk
+
+    def send(self, text: str) -> None:
+        self.proc.stdin.write(text.encode())
+        self.proc.stdin.flush()
+
+    def wait_reading(self) -> None:
+        """Until the process sleeps in read() on its stdin (a signal sent earlier could wait for
+        the next line; see Pty.ctrl_c)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                wchan = Path(f"/proc/{self.proc.pid}/wchan").read_text()
+            except OSError:  # no /proc: give it a moment instead
+                time.sleep(0.5)
+                return
+            if state == "S" and "pipe" in wchan:
+                return
+            time.sleep(0.02)
+
+    def finish(self, text: str = "", timeout: float = 30) -> tuple[int, str, str]:
+        out, err = self.proc.communicate(text.encode(), timeout=timeout)
+        return self.proc.returncode, (self.out + out).decode(), err.decode()
+
+
+def lock_is_free(path: Path) -> bool:
+    """Whether an exclusive lock on ``path`` can be taken now (and it is released at once)."""
+    import fcntl
+
+    with open(path, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+@pytest.mark.parametrize("second_labeler", [
+    pytest.param("alice", id="same_labeler_would_write_a_duplicate"),
+    pytest.param("bob", id="another_labeler_same_file"),
+])
+def test_a_second_session_on_one_labels_file_is_refused_at_once(example: Path, tmp_path: Path, second_labeler: str):
+    labels = tmp_path / "l.jsonl"
+    common = [example, "--sample", 3, "--seed", 1, "--labels", labels]
+    first = PipedSession([*common, "--labeler", "alice"], tmp_path)
+    try:
+        first.expect(PROMPT)
+        first.send("1\n\n")
+        first.expect(PROMPT, count=2)  # the first label is on disk
+        before = labels.read_bytes()
+        assert len(before.splitlines()) == 1
+
+        started = time.monotonic()
+        second = run_cli([*common, "--labeler", second_labeler], tmp_path, "1\n\n" * 3, hash_seed="0")
+        elapsed = time.monotonic() - started
+        assert second.returncode == 2, second.stdout
+        assert second.stderr.strip() == f"judgekit: error: {labels}: {HELD}"
+        assert "trajectory" not in second.stdout and elapsed < 20  # refused before showing anything
+        assert labels.read_bytes() == before and not lock_is_free(labels)
+
+        code, out, err = first.finish("0.5\n\n0\n\n")
+    finally:
+        if first.proc.poll() is None:
+            first.proc.kill()
+    assert code == 0, err
+    assert "labelled 3; every item of this sample is labelled" in out
+    assert labelled(labels) == [(t, "faithfulness", s) for t, s in zip(draw_sample(ids_of(example), 3, 1), [1.0, 0.5, 0.0])]
+    assert lock_is_free(labels)
+
+    again = run_cli([*common, "--labeler", second_labeler], tmp_path, "1\n\n" * 3, hash_seed="0")
+    assert again.returncode == 0, again.stderr
+    assert len(load_labels(labels)) == (3 if second_labeler == "alice" else 6)  # valid, no duplicate
+
+
+@pytest.mark.parametrize("end", [
+    pytest.param("quit", id="quit"),
+    pytest.param("eof", id="end_of_input"),
+    pytest.param("ctrl_c", id="ctrl_c"),
+    pytest.param("kill", id="killed"),
+])
+def test_the_lock_goes_when_the_session_ends_however_it_ends(example: Path, tmp_path: Path, end: str):
+    labels = tmp_path / "l.jsonl"
+    args = [example, "--sample", 2, "--seed", 3, "--labeler", "a", "--labels", labels]
+    session = PipedSession(args, tmp_path)
+    try:
+        session.expect(PROMPT)
+        session.send("0.5\n\n")
+        session.expect(PROMPT, count=2)
+        assert not lock_is_free(labels)
+        if end == "quit":
+            code, out, _ = session.finish("q\n")
+        elif end == "eof":
+            code, out, _ = session.finish("")
+        elif end == "ctrl_c":
+            session.wait_reading()
+            session.proc.send_signal(signal.SIGINT)
+            code, out, _ = session.finish()
+        else:
+            session.proc.kill()
+            code, out, _ = session.finish()
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+    if end == "kill":
+        assert code == -signal.SIGKILL
+    else:
+        assert code == 0 and "labelled 1, 1 left; run the same command to resume" in out
+    assert lock_is_free(labels) and len(load_labels(labels)) == 1
+    code, out = label_cli(*args, input="1\n\n")
+    assert code == 0 and "(1 already done)" in out and len(load_labels(labels)) == 2
+
+
+def test_the_lock_goes_when_the_session_fails(judged_suite: Path, tmp_path: Path):
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(json.dumps({"trajectory_id": "c0", "axis": "task_success", "score": 0.5, "labeler": "z",
+                                  "labeled_at": "2026-01-01T00:00:00Z"}) + "\n")
+    before = labels.read_bytes()
+    result = CliRunner().invoke(main, ["label", str(judged_suite), "--sample", "6", "--seed", "0", "--labeler", "a",
+                                       "--labels", str(labels)], input="p\n\n")
+    assert result.exit_code == 2 and "as a graded item" in result.output
+    assert labels.read_bytes() == before and lock_is_free(labels)
+
+
+def test_a_session_that_labels_nothing_leaves_nothing(example: Path, tmp_path: Path):
+    labels = tmp_path / "new" / "deeper" / "l.jsonl"
+    code, out = label_cli(example, "--sample", 2, "--seed", 1, "--labeler", "a", "--labels", labels, input="q\n")
+    assert code == 0 and "labelled 0, 2 left" in out
+    assert not (tmp_path / "new").exists()  # neither the file nor the folders made for it
+
+
+def test_a_torn_last_line_is_set_aside_and_the_session_resumes(example: Path, tmp_path: Path):
+    labels = tmp_path / "l.jsonl"
+    args = (example, "--sample", 3, "--seed", 1, "--labeler", "a", "--labels", labels)
+    code, _ = label_cli(*args, input="1\n\n0.5\nhalf right\n")
+    assert code == 0
+    whole = labels.read_bytes()
+    first, second = whole.splitlines(keepends=True)
+    labels.write_bytes(first + second[:70])  # what a crash in the middle of the second append leaves
+    torn = second[:70]
+
+    code, out = label_cli(*args, input="0.25\n\n0\n\n")
+    assert code == 0, out
+    side = tmp_path / "l.jsonl.torn"
+    assert (f"note: {labels}:2: the last line is cut off (70 bytes without a newline, not a complete label), as a "
+            f"crash mid-write leaves it; set aside in {side} and removed from the labels file") in out
+    assert side.read_bytes() == torn + b"\n"  # every byte kept, as one line
+    assert "(1 already done)" in out and "labelled 2; every item" in out
+    assert labels.read_bytes().startswith(first)
+    order = draw_sample(ids_of(example), 3, 1)
+    assert labelled(labels) == [(order[0], "faithfulness", 1.0), (order[1], "faithfulness", 0.25),
+                                (order[2], "faithfulness", 0.0)]
+
+    labels.write_bytes(labels.read_bytes() + b'{"trajectory_id": "x", "ax')  # torn again: appended, not overwritten
+    code, out = label_cli(*args)
+    assert code == 0 and "nothing left to label" in out
+    assert side.read_bytes() == torn + b"\n" + b'{"trajectory_id": "x", "ax\n'
+    assert len(load_labels(labels)) == 3
+
+
+def test_a_complete_last_line_without_newline_is_kept(example: Path, tmp_path: Path):
+    labels = tmp_path / "l.jsonl"
+    args = (example, "--sample", 2, "--seed", 1, "--labeler", "a", "--labels", labels)
+    assert label_cli(*args, input="1\n\n")[0] == 0
+    labels.write_bytes(labels.read_bytes().rstrip(b"\n"))
+    kept = labels.read_bytes()
+    code, out = label_cli(*args, input="0\n\n")
+    assert code == 0 and "cut off" not in out and "(1 already done)" in out
+    assert labels.read_bytes().startswith(kept + b"\n") and len(load_labels(labels)) == 2
+    assert not (tmp_path / "l.jsonl.torn").exists()
+
+
+def test_a_bad_line_before_a_torn_last_line_is_an_error_and_nothing_moves(example: Path, tmp_path: Path):
+    labels = tmp_path / "l.jsonl"
+    good = '{"trajectory_id": "ok", "axis": "faithfulness", "score": 1, "labeler": "b", "labeled_at": "2026-01-01T00:00:00Z"}\n'
+    labels.write_text(good + '{"bad": \n' + good.replace('"ok"', '"ok2"')[:40], encoding="utf-8")
+    before = labels.read_bytes()
+    result = CliRunner().invoke(main, ["label", str(example), "--sample", "2", "--seed", "1", "--labeler", "a",
+                                       "--labels", str(labels)], input="1\n\n1\n\n")
+    assert result.exit_code == 2
+    assert f"{labels}:2: invalid JSON" in result.output and "set aside" not in result.output
+    assert labels.read_bytes() == before and not (tmp_path / "l.jsonl.torn").exists()
+
+
+def test_calibration_readers_say_that_label_sets_a_torn_line_aside(tmp_path: Path):
+    labels = tmp_path / "l.jsonl"
+    good = '{"trajectory_id": "ok", "axis": "faithfulness", "score": 1, "labeler": "b", "labeled_at": "2026-01-01T00:00:00Z"}\n'
+    labels.write_text(good + good[:50], encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_labels(labels)
+    assert err.value.line == 2 and str(err.value).startswith(f"{labels}:2: invalid JSON")
+    assert str(err.value).endswith("; this last line has no newline, as when a crash cuts a write short: "
+                                   "`judgekit label` on this file sets it aside into l.jsonl.torn, or delete the line")
+    labels.write_text(good + good[:50] + "\n", encoding="utf-8")  # a complete bad line: no such hint
+    with pytest.raises(InputError) as err:
+        load_labels(labels)
+    assert "judgekit label" not in str(err.value) and err.value.line == 2

@@ -1,24 +1,23 @@
 """Approval records: a judge earns the right to gate, per rubric and axis.
 
 ``calibration/<rubric-id>/approvals/<fingerprint>.json``. The fingerprint hashes exactly what
-makes a judge this judge: model pin, parameters, rubric id@version and content hash, prompt
-template hash. Change any of them and the approval no longer applies: the axis is advisory
+makes a judge this judge: model pin, endpoint (the server it answers from: another server
+claiming the same model name is another judge), parameters, rubric id@version and content
+hash, prompt template hash. Change any of them and the approval no longer applies: the axis is advisory
 until someone calibrates again.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._files import write_text_atomically
-from judgekit._io import describe_validation_error, read_text, sha256_json
+from judgekit._io import load_json_model, sha256_json
 from judgekit.calibration._bootstrap import Metric
-from judgekit.errors import InputError
 from judgekit.suite import ApprovalThresholds
 from judgekit.verdict import Provenance
 
@@ -32,6 +31,7 @@ class JudgeIdentity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model_pin: str
+    endpoint: str = Field("provider default", description="Where the judge answered from (see Provenance.endpoint).")
     parameters: dict[str, Any]
     rubric: str = Field(description="id@version.")
     rubric_sha256: str
@@ -45,6 +45,7 @@ class JudgeIdentity(BaseModel):
     def of(cls, provenance: Provenance) -> JudgeIdentity:
         return cls(
             model_pin=provenance.model_pin,
+            endpoint=provenance.endpoint,
             parameters=provenance.parameters,
             rubric=provenance.rubric,
             rubric_sha256=provenance.rubric_sha256,
@@ -114,12 +115,7 @@ def approvals_dir(calibration_dir: Path, rubric_id: str) -> Path:
 
 
 def read_approval(path: Path) -> ApprovalRecord:
-    try:
-        return ApprovalRecord.model_validate(json.loads(read_text(path)))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-    except ValidationError as exc:
-        raise InputError(describe_validation_error(exc), path) from None
+    return load_json_model(path, ApprovalRecord, expected="an approval record")
 
 
 def find_approval(calibration_dir: Path, rubric_id: str, fingerprint: str) -> ApprovalRecord | None:

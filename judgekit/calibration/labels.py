@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import iter_jsonl
+from judgekit._io import iter_jsonl, open_regular_file
 from judgekit.errors import InputError
 from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
 
@@ -124,8 +124,28 @@ def check_labels(labels: list[tuple[int, Label]], path: str | Path | None = None
         kinds.setdefault(item, (line, lab.kind))
 
 
+def _is_cut_off_last_line(path: str | Path, line: int) -> bool:
+    """Whether ``line`` is the file's last line and has no newline (a write cut off by a crash)."""
+    newlines, last = 0, b""
+    try:
+        with open_regular_file(path) as handle:
+            while chunk := handle.read(1 << 20):
+                newlines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except (OSError, InputError):
+        return False
+    return newlines == line - 1 and last != b"\n"
+
+
 def load_labels(path: str | Path) -> list[Label]:
     """Read a ``labels.jsonl`` file; every problem is an ``InputError`` naming file and line."""
-    numbered = list(iter_jsonl(path, Label))
+    try:
+        numbered = list(iter_jsonl(path, Label))
+    except InputError as exc:
+        if exc.line is None or not _is_cut_off_last_line(path, exc.line):
+            raise
+        raise InputError(f"{exc.detail}; this last line has no newline, as when a crash cuts a write short: "
+                         f"`judgekit label` on this file sets it aside into {Path(path).name}.torn, "
+                         "or delete the line", path, exc.line) from None
     check_labels(numbered, path)
     return [lab for _, lab in numbered]

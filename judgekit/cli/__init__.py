@@ -22,12 +22,13 @@ def handle_errors(func):
 
     @wraps(func)
     def wrapper(*args, **kwargs):
+        from judgekit.cli._out import one_line, say
         from judgekit.errors import JudgekitError
 
         try:
             return func(*args, **kwargs)
         except JudgekitError as exc:
-            click.echo(f"judgekit: error: {exc}", err=True)
+            say(f"judgekit: error: {one_line(str(exc))}", err=True)
             sys.exit(EXIT_INPUT)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
@@ -36,7 +37,7 @@ def handle_errors(func):
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if os.environ.get("JUDGEKIT_DEBUG"):
                 traceback.print_exc()
-            click.echo(f"judgekit: internal error: {type(exc).__name__}: {exc} (set JUDGEKIT_DEBUG=1 for a traceback)", err=True)
+            say(f"judgekit: internal error: {type(exc).__name__}: {one_line(str(exc))} (set JUDGEKIT_DEBUG=1 for a traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
 
     return wrapper

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import shutil
 import sys
 
-import click
-
+from judgekit.cli._out import one_line, say, say_json, say_rendered
 from judgekit.results import TrajectoryResult
 from judgekit.runner import RunRecord
 
 
 def print_jsonl(result: TrajectoryResult) -> None:
-    click.echo(result.model_dump_json(exclude={"format_version"}))
+    say_json(result.model_dump_json(exclude={"format_version"}))
     sys.stdout.flush()
 
 
@@ -40,17 +41,25 @@ def _cell(axis) -> str:
 def print_table(record: RunRecord) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"{record.suite}: {len(record.results)} trajectories")
+    # Every cell is escaped and taken as plain text (never rich markup): ids and check names
+    # come from files judgekit did not write. Rendered to text first, so it is masked as well.
+    table = Table(title=Text(one_line(f"{record.suite}: {len(record.results)} trajectories")))
     table.add_column("trajectory")
     table.add_column("rubric")
     axes = list(record.summary)
     for axis in axes:
         table.add_column(axis)
     for result in record.results:
-        table.add_row(result.trajectory_id, result.rubric, *(_cell(result.axes.get(axis)) for axis in axes))
-    console = Console(soft_wrap=False)
+        cells = [result.trajectory_id, result.rubric, *(_cell(result.axes.get(axis)) for axis in axes)]
+        table.add_row(*(Text(one_line(cell)) for cell in cells))
+    buffer = io.StringIO()
+    terminal = sys.stdout.isatty()
+    width = shutil.get_terminal_size().columns if terminal else None
+    console = Console(file=buffer, soft_wrap=False, force_terminal=terminal, width=width)
     console.print(table)
+    say_rendered(buffer.getvalue())
     for axis, summary in record.summary.items():
         parts = [f"{summary.scored} scored"]
         if summary.passed is not None:
@@ -61,18 +70,26 @@ def print_table(record: RunRecord) -> None:
             parts.append(f"{summary.unscored} unscored")
         if summary.errors:
             parts.append(f"{summary.errors} could not be scored")
-        console.print(f"{axis}: " + ", ".join(parts))
+        say(f"{axis}: " + ", ".join(parts))
 
 
 def print_ledger(ledger) -> None:
     data = ledger.as_dict()
     cost = "unknown" if data["calls_without_cost"] and not data["cost_usd"] else f"${data['cost_usd']:.4f}"
     unscored = ", ".join(f"{k} {v}" for k, v in data["unscored"].items()) or "none"
-    click.echo(
+    say(
         f"judge: {data['calls']} call(s), {data['cache_hits']} cache hit(s), "
         f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}, unscored: {unscored}",
         err=True,
     )
+    if data["cache_refused"]:
+        count = sum(data["cache_refused"].values())
+        why = "; ".join(f"{reason}: {n}" for reason, n in data["cache_refused"].items())
+        say(f"judgekit: warning: verdict cache {one_line(data['cache_dir'] or '')}: {count} entr"
+            f"{'y' if count == 1 else 'ies'} refused and judged again ({why})", err=True)
+    if data["cache_read_only"]:
+        say(f"judgekit: note: verdict cache {one_line(data['cache_dir'] or '')} is read-only: its verdicts "
+            "were used, new ones were not stored", err=True)
 
 
 def progress_factory():

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from judgekit.cli import EXIT_GATE_FAILED, handle_errors, main
+from judgekit.cli._out import one_line, say, say_json
 
 
 def _m(metric) -> str:
@@ -29,28 +30,40 @@ def print_agreement(report) -> None:
             extras.append(f"{section.n_missing} without verdict")
         if section.n_tied:
             extras.append(f"{section.n_tied} tied labels left out")
-        click.echo(head + (f" ({', '.join(extras)})" if extras else ""))
+        say(head + (f" ({', '.join(extras)})" if extras else ""))
         if section.kind == "pairwise":
             for order, stats in section.orders.items():
-                click.echo(f"  order {order}: accuracy {_m(stats.accuracy)} ({stats.n_correct}/{stats.n}), kappa vs human {_m(stats.kappa_vs_human)}")
-            click.echo(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
-            click.echo(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
-            click.echo(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
-            click.echo(f"  kappa between orders {_m(section.kappa_between_orders)}")
+                say(f"  order {order}: accuracy {_m(stats.accuracy)} ({stats.n_correct}/{stats.n}), kappa vs human {_m(stats.kappa_vs_human)}")
+            say(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
+            say(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
+            say(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
+            say(f"  kappa between orders {_m(section.kappa_between_orders)}")
         else:
             stats = section if section.kind == "binary" else section.binarised
             if section.kind == "graded":
-                click.echo(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
+                say(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
             c = stats.confusion
-            click.echo(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
-            click.echo(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
-            click.echo(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
+            say(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
+            say(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
+            say(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
         if section.inter_annotator is not None:
             ia = section.inter_annotator
-            click.echo(f"  inter-annotator ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {ia.kappa}")
+            say(f"  inter-annotator ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {ia.kappa}")
         if section.repeats is not None:
             r = section.repeats
-            click.echo(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {', '.join(r.unstable_ids) or 'none'}")
+            say(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {one_line(', '.join(r.unstable_ids)) or 'none'}")
+
+
+def _is_report(path: Path) -> bool:
+    """A previous ``calibrate --out`` file: rubric id@version -> agreement report."""
+    from judgekit._io import MAX_FILE_BYTES, read_json
+    from judgekit.errors import InputError
+
+    try:
+        data = read_json(path, max_bytes=MAX_FILE_BYTES)
+    except InputError:
+        return False
+    return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "axes" in v for v in data.values())
 
 
 @main.command()
@@ -79,6 +92,10 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
     from judgekit.suite import load_suite
 
     loaded = load_suite(suite)
+    if out is not None:
+        from judgekit.cli.commands import prepare_out, suite_inputs
+
+        prepare_out(out, [*suite_inputs(loaded), labels_path], what="an agreement report", is_ours=_is_report)
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env), cache_dir=cache_dir,
         repeats=repeats, progress=progress_factory(),
@@ -90,20 +107,20 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
     ok = True
     for outcome in outcomes:
         record = outcome.record
-        click.echo(f"== {outcome.rubric}: judge {record.judge.model_pin} (fingerprint {record.fingerprint[:12]})")
+        say(f"== {outcome.rubric}: judge {one_line(record.judge.model_pin)} (fingerprint {record.fingerprint[:12]})")
         print_agreement(outcome.report)
         for axis, decision in record.axes.items():
             ok &= decision.decision == "approved"
-            click.echo(f"  {axis}: {decision.decision.upper()}: {'; '.join(decision.reasons)}")
+            say(f"  {axis}: {decision.decision.upper()}: {one_line('; '.join(decision.reasons))}")
             if compare:
-                click.echo(f"  {axis}: mean human {decision.mean_human}, mean judge {decision.mean_judge} on {decision.n} items")
+                say(f"  {axis}: mean human {decision.mean_human}, mean judge {decision.mean_judge} on {decision.n} items")
         for drift in record.drift:
             ok &= not drift.alarm
             flag = "DRIFT ALARM" if drift.alarm else "drift check"
-            click.echo(f"  {flag} {drift.axis} vs {drift.previous_fingerprint[:12]} ({drift.previous_decided_at:%Y-%m-%d}): "
+            say(f"  {flag} {drift.axis} vs {drift.previous_fingerprint[:12]} ({drift.previous_decided_at:%Y-%m-%d}): "
                        f"kappa {_m(drift.kappa_before)} -> {_m(drift.kappa_after)}, accuracy {_m(drift.accuracy_before)} -> "
-                       f"{_m(drift.accuracy_after)}: {drift.reason}")
-        click.echo(f"  approval record: {outcome.path}")
+                       f"{_m(drift.accuracy_after)}: {one_line(drift.reason)}")
+        say(f"  approval record: {one_line(str(outcome.path))}")
     if out is not None:
         import json
 
@@ -120,7 +137,8 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
 @click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Judge verdicts, JSON Lines (`judgekit schema verdicts`).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--n-boot", type=click.IntRange(0), default=2000, show_default=True)
+@click.option("--n-boot", type=click.IntRange(0, 100_000), default=2000, show_default=True,
+              help="Bootstrap resamples for the 95% intervals, 0 to 100000 (0: no intervals).")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="The full report as JSON.")
 @handle_errors
@@ -130,9 +148,9 @@ def agreement(labels_path, verdicts_path, seed, n_boot, threshold, as_json) -> N
 
     report = compute(load_labels(labels_path), load_verdicts(verdicts_path), seed=seed, n_boot=n_boot, threshold=threshold)
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        say_json(report.model_dump_json(indent=2))
     else:
-        click.echo(f"judge: {report.judge}")
+        say(f"judge: {one_line(str(report.judge))}")
         print_agreement(report)
 
 
@@ -142,20 +160,20 @@ def print_gate(report) -> None:
         status = "PASS" if axis.passed else "FAIL"
         if axis.gating_n == 0 and axis.advisory:
             status = "ADVISORY"  # shown, never gating
-        click.echo(f"{status} {axis.axis}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
+        say(f"{status} {axis.axis}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
                    + (f", {axis.unscored} unscored" if axis.unscored else ""))
         for reason in axis.reasons:
-            click.echo(f"  - {reason}")
+            say(f"  - {one_line(reason)}")
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
-            click.echo(f"  advisory{shown}: {adv.rubric}, {adv.trajectories} trajectories: {adv.reason}. To approve: {adv.command}")
+            say(f"  advisory{shown}: {adv.rubric}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
         if axis.corrected is not None:
             c = axis.corrected
             if c.refused_reason:
-                click.echo(f"  corrected pass rate: refused: {c.refused_reason}")
+                say(f"  corrected pass rate: refused: {c.refused_reason}")
             else:
-                click.echo(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f})")
-    click.echo("gate: " + ("PASSED" if report.passed else "FAILED"))
+                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f})")
+    say("gate: " + ("PASSED" if report.passed else "FAILED"))
 
 
 @main.command("gate")
@@ -164,15 +182,11 @@ def print_gate(report) -> None:
 @handle_errors
 def gate_cmd(run_path: Path, calibration_dir: Path | None) -> None:
     """Gate a run record: exit 0 pass, 1 gate failed, 2 usage or input error."""
-    from judgekit._io import read_text
-    from judgekit.errors import InputError
+    from judgekit._io import MAX_FILE_BYTES, load_json_model
     from judgekit.gate import gate
     from judgekit.runner import RunRecord
 
-    try:
-        record = RunRecord.model_validate_json(read_text(run_path))
-    except ValueError as exc:
-        raise InputError(f"not a run record: {str(exc).splitlines()[0]}", run_path) from None
+    record = load_json_model(run_path, RunRecord, max_bytes=MAX_FILE_BYTES, expected="a run record")
     report = gate(record, calibration_dir=calibration_dir)
     print_gate(report)
     if not report.passed:

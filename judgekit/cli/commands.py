@@ -9,8 +9,46 @@ from pathlib import Path
 import click
 
 from judgekit.cli import EXIT_GATE_FAILED, EXIT_INPUT, handle_errors, main
+from judgekit.cli._out import one_line, say, say_json
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
+
+
+def suite_inputs(loaded) -> list[Path]:
+    """The files a suite is made of: an --out must never overwrite one of them."""
+    suite = loaded.suite
+    files = [loaded.path, *loaded.rubric_files.values(), *(loaded.resolve(t.file) for t in suite.trajectories)]
+    return files + ([loaded.resolve(suite.lock)] if suite.lock else [])
+
+
+def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
+    """Before any work: refuse an --out that would overwrite an input, or a file that is not a
+    previous ``what`` (a snapshot, a rubric...), or that cannot be written (exit 2)."""
+    from judgekit._files import ensure_writable
+    from judgekit.errors import InputError
+
+    target = out.resolve()
+    for path in inputs:
+        if path.resolve() == target:
+            raise InputError(f"--out would overwrite {path}, an input of this suite: choose another file", out)
+    if out.exists() and not is_ours(out):
+        raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
+                         "(remove it or choose another file)", out)
+    ensure_writable(out)
+
+
+def _is_json_object_with(*keys: str):
+    def check(path: Path) -> bool:
+        from judgekit._io import MAX_FILE_BYTES, read_json
+        from judgekit.errors import InputError
+
+        try:
+            data = read_json(path, max_bytes=MAX_FILE_BYTES)
+        except InputError:
+            return False
+        return isinstance(data, dict) and all(key in data for key in keys)
+
+    return check
 
 
 @main.command()
@@ -47,6 +85,9 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     started = now()
     loaded = load_suite(suite)
+    if out is not None:
+        prepare_out(out, suite_inputs(loaded), what="a run record",
+                    is_ours=_is_json_object_with("format_version", "suite", "results"))
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
@@ -72,7 +113,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         write_text_atomically(out, record.model_dump_json(indent=2) + "\n")
     errors = [(r, a) for r in results for a in r.axes.values() if a.status == "error"]
     for result, axis in errors:
-        click.echo(f"judgekit: error: {result.trajectory_id} {axis.axis}: {axis.error}", err=True)
+        say(f"judgekit: error: {one_line(result.trajectory_id)} {axis.axis}: {one_line(axis.error or '')}", err=True)
     if errors:
         sys.exit(EXIT_INPUT)
     if apply_gate:
@@ -104,7 +145,10 @@ def diff(before: Path, after: Path, keys: tuple[str, ...], text: bool, max_chars
             raise InputError(f"--key {item!r}: expected POINTER=FIELD, e.g. /users=id")
         key_map[pointer] = field
     result = diff_paths(before, after, keys=key_map or None)
-    click.echo(render_text(result, max_chars=max_chars) if text else result.to_json())
+    if text:
+        say(render_text(result, max_chars=max_chars))
+    else:
+        say_json(result.to_json())
 
 
 @main.command()
@@ -114,7 +158,7 @@ def schema(name: str) -> None:
     """Print the JSON Schema of a file format."""
     from judgekit.schemas import schema_for
 
-    click.echo(json.dumps(schema_for(name), indent=2, sort_keys=True))
+    say_json(json.dumps(schema_for(name), indent=2, sort_keys=True))
 
 
 @main.command("import")
@@ -124,11 +168,13 @@ def schema(name: str) -> None:
 @handle_errors
 def import_(fmt: str, src: Path, out: Path) -> None:
     """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out."""
+    from judgekit._files import protect
     from judgekit.importers import get_importer
 
-    written = get_importer(fmt)(src, out)
+    with protect([src]):  # an import may write next to its source, never over it
+        written = get_importer(fmt)(src, out)
     for path in written:
-        click.echo(str(path))
+        say(one_line(str(path)))
 
 
 @main.group()
@@ -150,14 +196,14 @@ def rubric_lock(paths: tuple[Path, ...], lock_path: Path) -> None:
 
     added, problems = locking.lock(_rubric_paths(paths), lock_path)
     for problem in problems:
-        click.echo(f"judgekit: error: {problem}", err=True)
+        say(f"judgekit: error: {one_line(str(problem))}", err=True)
     if problems:
-        click.echo(f"nothing written to {lock_path}", err=True)
+        say(f"nothing written to {one_line(str(lock_path))}", err=True)
         sys.exit(EXIT_INPUT)
     for ref in added:
-        click.echo(f"locked {ref}")
+        say(f"locked {ref}")
     if not added:
-        click.echo(f"{lock_path}: every rubric is already locked")
+        say(f"{one_line(str(lock_path))}: every rubric is already locked")
 
 
 @rubric.command("check")
@@ -170,10 +216,10 @@ def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
 
     problems = locking.check(_rubric_paths(paths), lock_path)
     for problem in problems:
-        click.echo(f"judgekit: error: {problem}", err=True)
+        say(f"judgekit: error: {one_line(str(problem))}", err=True)
     if problems:
         sys.exit(EXIT_INPUT)
-    click.echo("every rubric matches its locked hash")
+    say("every rubric matches its locked hash")
 
 
 @rubric.command("lint")
@@ -186,9 +232,9 @@ def rubric_lint(paths: tuple[Path, ...]) -> None:
 
     findings = [f for path in rubric_files(_rubric_paths(paths)) for f in lint_file(path)]
     for finding in findings:
-        click.echo(str(finding))
+        say(one_line(str(finding)))
     if findings:
-        click.echo(f"{len(findings)} finding(s)", err=True)
+        say(f"{len(findings)} finding(s)", err=True)
         sys.exit(EXIT_INPUT)
 
 
@@ -198,7 +244,7 @@ def rubric_schema() -> None:
     """Print the rubric file's JSON Schema."""
     from judgekit.schemas import schema_for
 
-    click.echo(json.dumps(schema_for("rubric"), indent=2, sort_keys=True))
+    say_json(json.dumps(schema_for("rubric"), indent=2, sort_keys=True))
 
 
 @main.group()
@@ -231,7 +277,10 @@ def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, a
         spec = rubric.judge or loaded.suite.judge
         show = show_output or bool(spec and spec.show_output_for_task_success)
         built = prompt_for(rubric, axis, item, WorldState(item), show)
-        click.echo(json.dumps(prompt_summary(built), indent=2) if as_json else built.render())
+        if as_json:
+            say_json(json.dumps(prompt_summary(built), indent=2))
+        else:
+            say(built.render())
         return
     raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
 
@@ -250,22 +299,38 @@ _cache_dir_option = click.option(
 @_cache_dir_option
 @handle_errors
 def cache_stats(cache_dir: Path) -> None:
-    """Entries and size on disk."""
+    """Entries and size on disk (a folder that does not exist is reported, not created)."""
     from judgekit.cache import VerdictCache
 
-    with VerdictCache(cache_dir) as store:
-        click.echo(json.dumps(store.stats(), indent=2))
+    if not cache_dir.exists():
+        say_json(json.dumps({"directory": str(cache_dir), "exists": False, "entries": 0, "bytes": 0}, indent=2))
+        return
+    with VerdictCache(cache_dir, create=False) as store:
+        say_json(json.dumps(store.stats(), indent=2))
 
 
 @cache.command("clear")
 @_cache_dir_option
 @handle_errors
 def cache_clear(cache_dir: Path) -> None:
-    """Remove every cached verdict."""
-    from judgekit.cache import VerdictCache
+    """Remove every cached verdict; a cache that cannot be read loses its database files."""
+    from judgekit.cache import VerdictCache, clear_unreadable
+    from judgekit.errors import InputError
 
-    with VerdictCache(cache_dir) as store:
-        click.echo(f"removed {store.clear()} verdict(s)")
+    if not cache_dir.exists():
+        say(f"no verdict cache at {one_line(str(cache_dir))}: nothing to clear")
+        return
+    try:
+        store = VerdictCache(cache_dir, create=False)
+    except InputError:
+        if not cache_dir.is_dir():
+            raise
+        removed = clear_unreadable(cache_dir)
+        names = ", ".join(p.name for p in removed) or "none"
+        say(f"the verdict cache at {one_line(str(cache_dir))} could not be read; removed its database files: {names}")
+        return
+    with store:
+        say(f"removed {store.clear()} verdict(s)")
 
 
 @cache.command("prune")
@@ -273,9 +338,14 @@ def cache_clear(cache_dir: Path) -> None:
 @click.option("--older-than-days", type=click.FloatRange(0), required=True, help="Remove verdicts older than this.")
 @handle_errors
 def cache_prune(cache_dir: Path, older_than_days: float) -> None:
-    """Remove old verdicts and entries of another cache format."""
+    """Remove old verdicts, and entries judgekit refuses to read (another format, tampered)."""
     from judgekit.cache import VerdictCache
 
-    with VerdictCache(cache_dir) as store:
-        click.echo(f"removed {store.prune(older_than_days)} verdict(s)")
+    if not cache_dir.exists():
+        say(f"no verdict cache at {one_line(str(cache_dir))}: nothing to prune")
+        return
+    with VerdictCache(cache_dir, create=False) as store:
+        say(f"removed {store.prune(older_than_days)} verdict(s)")
+
+
 from judgekit.cli import calibration_cmd as _calibration_cmd  # noqa: E402,F401

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from judgekit.cli import handle_errors, main
+from judgekit.cli._out import one_line
 
 _AXES = ("task_success", "tool_correctness", "faithfulness")
 
@@ -38,13 +39,15 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
     Shows the task, the end-state diff, the calls and the output with the rubric's guide, never
     the judge's verdict. Answers: p/f for task success, a score in [0, 1] otherwise, s to skip,
     q to quit. Each label is appended to the labels file at once; run the same command again to
-    resume where you stopped.
+    resume where you stopped. A session locks its labels file: a second session on it is refused.
+    A last line cut off by a crash is set aside into LABELS.torn on resume, and said.
 
     The sample ranks trajectories by sha256 of "SEED:id". With --verdicts it takes N // 2 from
     judge-pass and the rest from judge-fail, filling a short class from the other, then from
     trajectories without a verdict.
     """
-    from judgekit._io import load_document
+    from judgekit._io import MAX_FILE_BYTES, load_json_model
+    from judgekit.calibration.labels_file import LabelFiles
     from judgekit.labelling import (
         PlainTerminal,
         RichTerminal,
@@ -57,24 +60,26 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
 
     loaded = load_suite(suite)
     check_registration(loaded)
-    record = load_document(verdicts, RunRecord) if verdicts is not None else None
+    record = load_json_model(verdicts, RunRecord, max_bytes=MAX_FILE_BYTES, expected="a run record") if verdicts else None
     calibration_dir = loaded.resolve(loaded.suite.calibration_dir)
-    work = plan(
-        list(iter_trajectories_of(loaded)), n=n, seed=seed, labeler=labeler, axes=axes, record=record,
-        threshold=threshold,
-        labels_path=(lambda _: labels_file) if labels_file else (lambda r: default_labels_path(r, calibration_dir)),
-    )
     if sys.stdout.isatty():
         term = RichTerminal()
     else:
         term = PlainTerminal(lambda text: click.echo(text, nl=False), sys.stdin.readline)
-    for note in work.notes:
-        term.say(f"note: {note}")
-    files = sorted({str(task.labels_path) for task in work.tasks})
-    if not work.tasks:
-        term.say(f"nothing left to label: {labeler} has labelled all {work.total} item(s) of this sample")
-        return
-    term.say(f"{work.total - work.done} item(s) to label as {labeler} ({work.done} already done); "
-             f"labels go to {', '.join(files)}")
-    outcome = run_session(work, labeler, term)
-    term.say(outcome.summary())
+    # Each labels file is locked before it is read and until the session ends, however it ends.
+    with LabelFiles(say=lambda text: term.say(f"note: {text}")) as files:
+        work = plan(
+            list(iter_trajectories_of(loaded)), n=n, seed=seed, labeler=labeler, axes=axes, record=record,
+            threshold=threshold, read=files.read,
+            labels_path=(lambda _: labels_file) if labels_file else (lambda r: default_labels_path(r, calibration_dir)),
+        )
+        for note in work.notes:
+            term.say(f"note: {note}")
+        files_of = sorted({str(task.labels_path) for task in work.tasks})
+        if not work.tasks:
+            term.say(f"nothing left to label: {labeler} has labelled all {work.total} item(s) of this sample")
+            return
+        term.say(f"{work.total - work.done} item(s) to label as {labeler} ({work.done} already done); "
+                 f"labels go to {one_line(', '.join(files_of))}")
+        outcome = run_session(work, labeler, term, append=files.append)
+        term.say(outcome.summary())

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
+from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass
 
+from judgekit._text import register_secret
 from judgekit.errors import ConfigError
 from judgekit.judge.jobs import ResolvedJudge
 from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, check_pinned
@@ -22,6 +24,15 @@ class JudgeOverride:
     @property
     def active(self) -> bool:
         return any((self.model, self.api_base, self.api_key_env))
+
+
+def endpoint_of(api_base: str | None) -> str:
+    """The identity of the server a judge answers from: its api_base with scheme and host in
+    lower case and no trailing slash, or "provider default" when litellm picks the provider's."""
+    if not api_base:
+        return "provider default"
+    parts = urlsplit(api_base.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
 
 
 class JudgeResolver:
@@ -53,15 +64,19 @@ class JudgeResolver:
     def _resolve(self, spec: JudgeSpec) -> ResolvedJudge:
         if spec.model == LOCAL_MODEL:
             server = self._local_server()
+            register_secret(server.api_key)
+            # The weights are pinned by their sha256 and served in-process on a fresh port each
+            # run: the endpoint is the embedded server, whatever its port.
             return ResolvedJudge(spec=spec, litellm_model=server.litellm_model, model_pin=server.model_pin,
-                                 api_base=server.api_base, api_key=server.api_key, override=self._override.active,
-                                 max_concurrency=1)
+                                 api_base=server.api_base, api_key=server.api_key, endpoint="embedded",
+                                 override=self._override.active, max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
         api_key = None
         if spec.api_key_env:
             api_key = self._environ.get(spec.api_key_env)
             if not api_key:
                 raise ConfigError(f"the judge's API key variable {spec.api_key_env} is not set")
+            register_secret(api_key)  # masked in everything judgekit writes, should a server echo it
         elif spec.api_base:
             # Never let a provider key from the environment travel to a third-party server.
             api_key = "not-needed"
@@ -69,7 +84,8 @@ class JudgeResolver:
         if spec.api_base and "/" not in litellm_model:
             litellm_model = "openai/" + litellm_model  # an OpenAI-compatible server
         return ResolvedJudge(spec=spec, litellm_model=litellm_model, model_pin=spec.model, api_base=spec.api_base,
-                             api_key=api_key, floating=floating, override=self._override.active)
+                             api_key=api_key, endpoint=endpoint_of(spec.api_base), floating=floating,
+                             override=self._override.active)
 
     def _local_server(self):
         if self._local is None:
