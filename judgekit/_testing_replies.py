@@ -27,11 +27,12 @@ ReplyKind = Literal[
     "slow",
     "drop",
     "raw",
+    "auth_error",
 ]
 
 # Kinds whose assistant message text the scripter must supply.
 _NEEDS_CONTENT = {"ok", "prose", "wrong_types", "missing_fields", "slow", "raw"}
-_NO_CONTENT = {"rate_limit", "server_error", "drop"}
+_NO_CONTENT = {"rate_limit", "server_error", "drop", "auth_error"}
 DEFAULT_MALFORMED = '{"verdict": "pass", "reason": "unterminated'
 DEFAULT_REFUSAL = "I can't help with that"
 
@@ -54,7 +55,9 @@ class Reply(BaseModel):
             "`message.refusal` set. rate_limit: HTTP 429 with Retry-After. server_error: HTTP "
             "`status` (5xx). slow: wait `delay_s`, then HTTP 200 with `content`. drop: close the "
             "connection without any response. raw: HTTP 200 whose whole body is `content`, sent as "
-            "it is (a response that is not a chat completion, `\"choices\": []`...)."
+            "it is (a response that is not a chat completion, `\"choices\": []`...). auth_error: "
+            "HTTP 401 whose OpenAI error body echoes the request's API key (from its Authorization "
+            "header), as OpenAI's \"Incorrect API key provided\" once did and some proxies still do."
         ),
     )
     content: str | None = Field(
@@ -166,6 +169,12 @@ class Reply(BaseModel):
         return cls(kind="drop", **fields)
 
     @classmethod
+    def auth_error(cls, **fields: Any) -> Reply:
+        """HTTP 401 "Incorrect API key provided: <the request's key>" (an error body that echoes
+        the key, for tests that it is never written or printed)."""
+        return cls(kind="auth_error", **fields)
+
+    @classmethod
     def raw(cls, body: str | Mapping[str, Any] | list[Any], **fields: Any) -> Reply:
         """HTTP 200 whose body is ``body`` verbatim (a mapping becomes its JSON), not wrapped in
         a chat completion: for servers that answer with something else."""
@@ -243,8 +252,9 @@ def error_body(message: str, type_: str, code: str | None) -> bytes:
     return json.dumps(payload).encode()
 
 
-def render(reply: Reply, request: Mapping[str, Any], *, created: int) -> Rendered:
-    """Turn a reply into the HTTP answer to ``request`` (the parsed chat-completions body)."""
+def render(reply: Reply, request: Mapping[str, Any], *, created: int, api_key: str | None = None) -> Rendered:
+    """Turn a reply into the HTTP answer to ``request`` (the parsed chat-completions body);
+    ``api_key`` is the key its Authorization header carried (echoed by ``auth_error`` only)."""
     if reply.kind == "drop":
         return Rendered(status=0, body=None)
     if reply.kind == "raw":
@@ -258,6 +268,14 @@ def render(reply: Reply, request: Mapping[str, Any], *, created: int) -> Rendere
             "rate_limit_exceeded",
         )
         return Rendered(429, body, (("Retry-After", str(seconds)),))
+    if reply.kind == "auth_error":
+        body = error_body(
+            f"Incorrect API key provided: {api_key or ''}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+        return Rendered(401, body)
     if reply.kind == "server_error":
         body = error_body(
             "The server had an error while processing your request. Sorry about that!",

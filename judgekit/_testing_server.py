@@ -206,7 +206,8 @@ class _Handler(BaseHTTPRequestHandler):
             message = "the scripted server does not stream; send stream=false"
             self._send(400, error_body(message, "invalid_request_error", None))
             return
-        rendered, delay = owner._answer(request)
+        scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
+        rendered, delay = owner._answer(request, api_key=key if scheme.lower() == "bearer" else None)
         try:
             if delay > 0 and owner._stopping.wait(delay):
                 rendered = Rendered(status=0, body=None)  # stopping: drop what still waits
@@ -390,8 +391,9 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._in_flight -= 1
 
-    def _answer(self, request: dict[str, Any]) -> tuple[Rendered, float]:
-        """Record the request and pick its answer; the caller must call ``_done`` after."""
+    def _answer(self, request: dict[str, Any], *, api_key: str | None = None) -> tuple[Rendered, float]:
+        """Record the request and pick its answer; the caller must call ``_done`` after.
+        ``api_key``: the request's bearer token, which an ``auth_error`` reply echoes."""
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -407,7 +409,7 @@ class ScriptedOpenAIServer:
                 return Rendered(500, error_body(message, "script_error", "script_error")), 0.0
             self._counts[reply.kind] += 1
         delay = reply.delay_s if reply.delay_s is not None else self.default_delay_s
-        return render(reply, request, created=int(time.time())), delay
+        return render(reply, request, created=int(time.time()), api_key=api_key), delay
 
     # --- out of process -----------------------------------------------------------------------
 

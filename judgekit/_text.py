@@ -51,13 +51,16 @@ def json_text(text: str) -> str:
 
 # --- secrets -----------------------------------------------------------------------------------
 
+# Each shape starts a word: "disk-usage-monitoring-dashboard" holds "sk-" plus 20 characters,
+# and is no key.
 _SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
     r"sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"  # GitHub
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
-    r"|(?<=Bearer )[A-Za-z0-9._~+/-]{16,}=*"  # an Authorization header, echoed
+    r")|(?<=Bearer )[A-Za-z0-9._~+/-]{16,}=*"  # an Authorization header, echoed
 )
 _secrets: set[str] = set()
 _lock = threading.Lock()

@@ -16,12 +16,19 @@ A cache folder is hostile until checked: it may come from a repository or a shar
 - Before diskcache opens the database, its tables, indexes, triggers and settings are compared
   with those of a fresh cache: a foreign or corrupt database is an ``InputError`` naming the
   folder and what to do, never a crash, and diskcache never runs a setting it did not write.
+  SQLite's files beside it are checked first: a ``-wal`` or ``-shm`` must be a regular file,
+  and a ``-journal`` is refused outright. judgekit's cache runs in WAL mode and never has one,
+  and SQLite would replay a hot journal into the database on the first read (after the check)
+  and delete the super-journal file it names, wherever that is.
 - Every entry is checked on read: valid JSON in this format, bound to the key it is stored
   under (the key is inside the payload), a scored verdict whose answer validates against the
   axis's answer schema exactly as a fresh reply must. A refused entry is a miss, counted in
   ``refused`` with its reason, and judged again.
 - A cache that cannot be written (a read-only checkout) still serves its hits; new verdicts
   are then not stored, and ``writable`` says so.
+- Nothing secret is stored: a verdict whose entry holds a registered API key or a common key
+  shape (a judge that echoed the key) is not cached at all, rather than cached masked, since a
+  masked quote or claim would score differently when read back. It is judged again next run.
 
 During a run, verdicts are written by one ``CacheWriter`` thread, never on the event loop:
 every SQLite statement releases the GIL, and an event loop that releases it while litellm's
@@ -45,10 +52,11 @@ from pathlib import Path
 from typing import Any
 
 import diskcache
-from diskcache.core import DBNAME, DEFAULT_SETTINGS, MODE_RAW, UNKNOWN
+from diskcache.core import DBNAME, DEFAULT_SETTINGS, MODE_BINARY, MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 from pydantic import ValidationError
 
 from judgekit._io import sha256_json, strict_json_loads
+from judgekit._text import redact
 from judgekit.errors import InputError
 from judgekit.verdict import InvalidAnswer, JudgeVerdict, check_answer
 
@@ -56,6 +64,8 @@ CACHE_FORMAT_VERSION = 2
 DEFAULT_CACHE_DIR = Path(".judgekit") / "cache"
 MAX_ENTRY_BYTES = 4 * 2**20  # a verdict is a few kB; a bigger row is not judgekit's
 SQLITE_HEADER = b"SQLite format 3\x00"
+SIDE_FILES = (f"{DBNAME}-wal", f"{DBNAME}-shm")  # SQLite's own beside a WAL database
+JOURNAL = f"{DBNAME}-journal"  # a rollback journal: never judgekit's
 # Every diskcache setting, given explicitly, so none is ever taken from the database. Verdicts
 # never expire and are never evicted behind the user's back (prune is explicit), so culling (a
 # query per write) has nothing to do.
@@ -74,7 +84,12 @@ def stored_text(mode: Any, filename: Any, value: Any) -> str:
     """A row's value if judgekit could have written it (JSON text in the database); else
     RefusedEntry, without decoding anything."""
     if mode != MODE_RAW or filename is not None or type(value) is not str:
-        kind = {1: "binary", 2: "a file", 3: "text in a file", 4: "a pickle"}.get(mode, f"mode {mode!r}")
+        kind = {MODE_PICKLE: "a pickle", MODE_TEXT: "text", MODE_BINARY: "binary"}.get(mode)
+        if kind is None and mode == MODE_RAW and filename is None:
+            kind = {bytes: "binary", int: "a number", float: "a number", type(None): "NULL"}.get(type(value), "not text")
+        kind = kind or f"mode {mode!r}"
+        if filename is not None:
+            kind += " in a file"
         raise RefusedEntry(f"its value is stored as {kind}, not as JSON text in the database")
     return value
 
@@ -147,6 +162,27 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
 
 
+def _check_side_files(directory: Path) -> None:
+    """InputError when SQLite's files beside the database are not what a WAL cache leaves.
+
+    Checked before any connection: SQLite opens them itself, a FIFO blocks it for good, and a
+    hot ``-journal`` is replayed (pages the schema check never saw) and the super-journal it
+    names is deleted. judgekit's cache never has a ``-journal``.
+    """
+    if os.path.lexists(directory / JOURNAL):
+        raise _unreadable(directory, f"{JOURNAL} is present: a verdict cache never has a rollback journal, "
+                                     "and SQLite would replay it into the database")
+    for name in SIDE_FILES:
+        try:
+            info = os.lstat(directory / name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise _unreadable(directory, f"{name} is a symbolic link")
+        if not stat.S_ISREG(info.st_mode):
+            raise _unreadable(directory, f"{name} is not a regular file")
+
+
 def _check_database(directory: Path, db: Path) -> None:
     """InputError unless ``db`` is a judgekit verdict cache (or an empty database)."""
     info = os.lstat(db)
@@ -167,21 +203,21 @@ def _check_database(directory: Path, db: Path) -> None:
     pages = int.from_bytes(header[28:32], "big")
     if header[24:28] == header[92:96] and pages and info.st_size < pages * page_size:
         raise _unreadable(directory, f"{DBNAME} is truncated ({info.st_size} bytes for {pages} pages of {page_size})")
+    expected_objects, expected_settings = _reference()
     try:
         conn = _connect_read_only(db)
         try:
             objects = frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
-            settings = {key for (key,) in conn.execute("SELECT key FROM Settings")} if objects else set()
+            if not objects:
+                return
+            if objects != expected_objects:  # before Settings is read: it may not be there
+                odd = sorted(name for _, name, _, _ in objects ^ expected_objects)
+                raise _unreadable(directory, f"not a judgekit verdict cache: unexpected or missing {', '.join(odd[:5])}")
+            settings = {key for (key,) in conn.execute("SELECT key FROM Settings")}
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise _unreadable(directory, f"{DBNAME}: {exc}") from None
-    if not objects:
-        return
-    expected_objects, expected_settings = _reference()
-    if objects != expected_objects:
-        odd = sorted(name for _, name, _, _ in objects ^ expected_objects)
-        raise _unreadable(directory, f"not a judgekit verdict cache: unexpected or missing {', '.join(odd[:5])}")
     if not settings <= expected_settings:
         raise _unreadable(directory, f"not a judgekit verdict cache: unknown settings {', '.join(sorted(settings - expected_settings)[:5])}")
 
@@ -205,6 +241,8 @@ class VerdictCache:
         self.directory = Path(directory)
         self.refused: list[tuple[str, str]] = []
         """(key, reason) of every entry refused since the cache was opened."""
+        self.withheld = 0
+        """Verdicts not stored because they hold a secret (a judge echoed an API key)."""
         self._db = self.directory / DBNAME
         self._cache: diskcache.Cache | None = None
         self._reader: sqlite3.Connection | None = None
@@ -217,6 +255,7 @@ class VerdictCache:
                 self.directory.mkdir(parents=True)
             except OSError as exc:
                 raise InputError(f"cannot create the verdict cache folder: {exc.strerror}", self.directory) from None
+        _check_side_files(self.directory)
         if os.path.lexists(self._db):
             _check_database(self.directory, self._db)
         self.writable = _writable(self.directory, self._db)
@@ -266,7 +305,8 @@ class VerdictCache:
         if not isinstance(payload, dict) or set(payload) != {"cache_format", "key", "verdict"}:
             raise RefusedEntry("its value is not a judgekit cache entry")
         if payload["cache_format"] != CACHE_FORMAT_VERSION:
-            raise RefusedEntry(f"it is in cache format {payload['cache_format']!r}, not {CACHE_FORMAT_VERSION}")
+            # Bounded: the reason is printed and counted, and its value is the entry's own.
+            raise RefusedEntry(f"it is in cache format {repr(payload['cache_format'])[:40]}, not {CACHE_FORMAT_VERSION}")
         if payload["key"] != key:
             raise RefusedEntry("it is bound to another key (moved or copied between keys)")
         try:
@@ -290,12 +330,18 @@ class VerdictCache:
             raise InputError("the verdict cache cannot be written here (read-only)", self.directory)
         return self._cache
 
-    def put(self, key: str, verdict: JudgeVerdict) -> None:
+    def put(self, key: str, verdict: JudgeVerdict) -> bool:
+        """Store ``verdict`` under ``key``; False when it is not stored because it holds a secret
+        (see the module docstring: masked, it would score differently when read back)."""
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
         # pydantic's own JSON encoder (fast), wrapped in the versioned envelope bound to its key.
         envelope = f'{{"cache_format":{CACHE_FORMAT_VERSION},"key":{json.dumps(key)},"verdict":{verdict.model_dump_json()}}}'
+        if redact(envelope) != envelope:
+            self.withheld += 1
+            return False
         self._writer().set(key, envelope)
+        return True
 
     def put_many(self, items: list[tuple[str, JudgeVerdict]]) -> None:
         """Store several verdicts in one transaction: all of them, or none."""
@@ -311,7 +357,9 @@ class VerdictCache:
 
     def stats(self) -> dict[str, Any]:
         [(entries, foreign)] = self._rows(
-            "SELECT count(*), coalesce(sum(raw != 1 OR mode != 0 OR filename IS NOT NULL), 0) FROM Cache"
+            "SELECT count(*), coalesce(sum(raw IS NOT 1 OR mode IS NOT ? OR filename IS NOT NULL "
+            "OR typeof(value) != 'text'), 0) FROM Cache",
+            (MODE_RAW,),
         ) or [(0, 0)]
         size = self._db.stat().st_size if self._db.exists() else 0
         return {"directory": str(self.directory), "exists": True, "writable": self.writable, "entries": entries,
@@ -323,6 +371,7 @@ class VerdictCache:
 
     def prune(self, older_than_days: float) -> int:
         """Remove verdicts created more than ``older_than_days`` ago, and entries that are refused."""
+        self._writer()  # a read-only cache can be read, never pruned
         cutoff = datetime.now(timezone.utc) - timedelta(days=older_than_days)
         stale = []
         rows = "SELECT rowid, key, raw, mode, filename, CASE WHEN length(value) <= ? THEN value END FROM Cache"
@@ -383,14 +432,19 @@ class VerdictCache:
 def clear_unreadable(directory: Path) -> list[Path]:
     """Remove the database files of a cache that cannot be opened; return what was removed.
 
-    Only diskcache's own file names are touched, as files: a link is removed, never followed.
+    Only SQLite's own file names are touched, and only unlinked: a link is removed, never
+    followed; a FIFO or socket goes too, never opened; a folder stays.
     """
     removed = []
-    for name in (DBNAME, f"{DBNAME}-wal", f"{DBNAME}-shm"):
+    for name in (DBNAME, *SIDE_FILES, JOURNAL):
         path = directory / name
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-            removed.append(path)
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                continue
+        except FileNotFoundError:
+            continue
+        path.unlink()
+        removed.append(path)
     return removed
 
 

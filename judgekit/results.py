@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit.verdict import Provenance, UnscoredReason
 
@@ -120,3 +120,12 @@ class TrajectoryResult(_Strict):
     source: str = Field(description="file:line the trajectory was read from.")
     axes: dict[str, AxisResult] = Field(default_factory=dict, description="Axis name -> its result.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="The trajectory's metadata, as given.")
+
+    @model_validator(mode="after")
+    def _axes_named_by_their_results(self) -> TrajectoryResult:
+        # A run record read back (gate, label --verdicts) may be hand-made: an axis filed under
+        # another name would gate under the wrong rule.
+        for name, result in self.axes.items():
+            if name != result.axis:
+                raise ValueError(f"axes: {name!r} holds a {result.axis} result")
+        return self

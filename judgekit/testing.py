@@ -33,6 +33,8 @@ Reply kinds (``Reply.kind``; each has a named constructor, e.g. ``Reply.refusal(
 ``slow``           waits ``delay_s`` (make it exceed the client timeout), then answers like ok.
 ``drop``           reads the request, then closes the connection without any response.
 ``raw``            HTTP 200 whose whole body is ``content``, verbatim (``"choices": []``, not JSON...).
+``auth_error``     HTTP 401, OpenAI's "Incorrect API key provided: <key>" body echoing the request's
+                   bearer key (tests that a key a server echoes is never written or printed).
 =================  ==============================================================================
 
 Every reply may set ``delay_s`` (latency; None uses ``default_delay_s``) and ``model`` (the

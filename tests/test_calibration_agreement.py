@@ -273,7 +273,10 @@ def test_intervals_contain_point_estimates(pair, seed):
     for name in ("accuracy", "base_rate", "kappa", "tpr", "tnr", "precision"):
         m = getattr(s, name)
         assert m.low <= m.value <= m.high, name
-        assert m.n_degenerate == 0
+        # With >= 5 items per cell a resample rarely lacks a class: 10 negatives in 40 leave
+        # none in a resample with probability 0.75**40 (1e-5), so hypothesis, over enough
+        # examples x 300 resamples, finds one. Rare, never common.
+        assert m.n_degenerate <= 3, (name, m.n_degenerate)
 
 
 @PROPS

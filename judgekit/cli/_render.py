@@ -87,6 +87,9 @@ def print_ledger(ledger) -> None:
         why = "; ".join(f"{reason}: {n}" for reason, n in data["cache_refused"].items())
         say(f"judgekit: warning: verdict cache {one_line(data['cache_dir'] or '')}: {count} entr"
             f"{'y' if count == 1 else 'ies'} refused and judged again ({why})", err=True)
+    if data["cache_withheld"]:
+        say(f"judgekit: note: {data['cache_withheld']} verdict(s) were not stored in the verdict cache: they "
+            "hold what looks like a secret (an API key the judge echoed?) and are judged again next run", err=True)
     if data["cache_read_only"]:
         say(f"judgekit: note: verdict cache {one_line(data['cache_dir'] or '')} is read-only: its verdicts "
             "were used, new ones were not stored", err=True)

@@ -117,7 +117,7 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
         for drift in record.drift:
             ok &= not drift.alarm
             flag = "DRIFT ALARM" if drift.alarm else "drift check"
-            say(f"  {flag} {drift.axis} vs {drift.previous_fingerprint[:12]} ({drift.previous_decided_at:%Y-%m-%d}): "
+            say(f"  {flag} {one_line(drift.axis)} vs {one_line(drift.previous_fingerprint[:12])} ({drift.previous_decided_at:%Y-%m-%d}): "
                        f"kappa {_m(drift.kappa_before)} -> {_m(drift.kappa_after)}, accuracy {_m(drift.accuracy_before)} -> "
                        f"{_m(drift.accuracy_after)}: {one_line(drift.reason)}")
         say(f"  approval record: {one_line(str(outcome.path))}")
@@ -160,13 +160,13 @@ def print_gate(report) -> None:
         status = "PASS" if axis.passed else "FAIL"
         if axis.gating_n == 0 and axis.advisory:
             status = "ADVISORY"  # shown, never gating
-        say(f"{status} {axis.axis}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
+        say(f"{status} {one_line(axis.axis)}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
                    + (f", {axis.unscored} unscored" if axis.unscored else ""))
         for reason in axis.reasons:
             say(f"  - {one_line(reason)}")
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
-            say(f"  advisory{shown}: {adv.rubric}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
+            say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
         if axis.corrected is not None:
             c = axis.corrected
             if c.refused_reason:

@@ -325,6 +325,10 @@ def cache_clear(cache_dir: Path) -> None:
     except InputError:
         if not cache_dir.is_dir():
             raise
+        db = cache_dir / "cache.db"
+        if db.is_dir() and not db.is_symlink():
+            raise InputError("its cache.db is a folder, which no verdict cache has: judgekit removes no folder, "
+                             "remove it yourself", cache_dir) from None
         removed = clear_unreadable(cache_dir)
         names = ", ".join(p.name for p in removed) or "none"
         say(f"the verdict cache at {one_line(str(cache_dir))} could not be read; removed its database files: {names}")

@@ -83,6 +83,7 @@ class Ledger:
     cache_refused: dict[str, int] = field(default_factory=dict)  # reason -> entries refused
     cache_read_only: bool = False
     cache_dir: str | None = None
+    cache_withheld: int = 0  # verdicts not stored because they held a secret
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -109,6 +110,7 @@ class Ledger:
             "cache_refused": dict(sorted(self.cache_refused.items())),
             "cache_read_only": self.cache_read_only,
             "cache_dir": self.cache_dir,
+            "cache_withheld": self.cache_withheld,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd, 6),
@@ -184,6 +186,9 @@ class JudgeRunner:
         open_questions: list[tuple[str, list[int]]] = []
         for key, indexes in questions.items():
             cached = self.cache.get(key, jobs[indexes[0]].axis) if self.cache is not None else None
+            if cached is not None and (problem := self._foreign(cached, jobs[indexes[0]])) is not None:
+                self.cache.refused.append((key, problem))
+                cached = None
             if cached is None:
                 open_questions.append((key, indexes))
                 continue
@@ -252,9 +257,28 @@ class JudgeRunner:
         finally:
             if writer is not None:
                 writer.close()  # stores what was handed over, even on cancellation
+            if self.cache is not None:
+                self.ledger.cache_withheld = self.cache.withheld
         if failures:
             raise failures[0]
         return [r for r in results if r is not None]
+
+    def _foreign(self, cached: JudgeVerdict, job: JudgeJob) -> str | None:
+        """Why a cached verdict is not this job's own (None when it is).
+
+        The key already covers the judge, the rubric and the template; the provenance stored
+        with the entry must say the same, or a tampered entry could claim another judge's
+        identity (and so its approval). Whether the reported model matched the pin is worked
+        out again, never taken from the entry.
+        """
+        own = self._provenance(job, cached.provenance.cache_key)
+        fields = ("model_pin", "endpoint", "floating", "override", "parameters", "rubric", "rubric_sha256",
+                  "template_sha256")
+        differing = [name for name in fields if getattr(cached.provenance, name) != getattr(own, name)]
+        if differing:
+            return f"its provenance names another judge or rubric ({', '.join(differing)})"
+        cached.provenance.model_mismatch = _mismatch(job.judge, cached.provenance.reported_model)
+        return None
 
     def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
         """Calls to one server never exceed its slots, so queued calls don't time out there."""

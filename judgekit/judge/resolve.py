@@ -28,11 +28,13 @@ class JudgeOverride:
 
 def endpoint_of(api_base: str | None) -> str:
     """The identity of the server a judge answers from: its api_base with scheme and host in
-    lower case and no trailing slash, or "provider default" when litellm picks the provider's."""
+    lower case, no trailing slash and no credentials (``user:password@`` names who calls, not
+    who answers, and is never written), or "provider default" when litellm picks the provider's."""
     if not api_base:
         return "provider default"
     parts = urlsplit(api_base.strip())
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+    host = parts.netloc.rpartition("@")[2].lower()
+    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), parts.query, ""))
 
 
 class JudgeResolver:
@@ -71,6 +73,9 @@ class JudgeResolver:
                                  api_base=server.api_base, api_key=server.api_key, endpoint="embedded",
                                  override=self._override.active, max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
+        if spec.api_base:
+            credentials = urlsplit(spec.api_base.strip())
+            register_secret(credentials.password)  # masked should an error message quote the URL
         api_key = None
         if spec.api_key_env:
             api_key = self._environ.get(spec.api_key_env)
