@@ -11,7 +11,10 @@ file and the 1-based line, never a traceback or a hang:
 - YAML is read as JSON values only: strings, finite numbers, booleans, null, lists and mappings
   with string keys. Dates stay the text they were written as, tags such as ``!!binary`` and
   ``!!set`` are refused, and aliases may not expand a document past ``MAX_YAML_NODES`` values
-  (a 1 KB alias bomb would otherwise expand to billions) nor refer to themselves.
+  (a 1 KB alias bomb would otherwise expand to billions), nest it deeper than ``MAX_DEPTH``,
+  nor refer to themselves.
+- A ``.json`` document is read as JSON (strictly, as above), not as YAML: YAML 1.1 reads
+  JSON's ``1e3`` or ``1e-05`` as strings. YAML only gives it line numbers.
 
 JSON Lines files are read one line at a time, never whole.
 """
@@ -23,6 +26,7 @@ import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -78,8 +82,11 @@ def finite_float(text: str) -> float:
     return value
 
 
-# A JSON \u escape of a UTF-16 surrogate. Only text with one can decode to a lone surrogate.
+# A JSON \u escape of a UTF-16 surrogate: text read from a file can only hold a lone surrogate
+# through one. Text handed over as ``str`` (a judge's reply, decoded by the HTTP client) may
+# also hold the code point itself.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -111,6 +118,14 @@ def check_tree(value: Any, *, max_depth: int = MAX_DEPTH, surrogates: bool = Tru
             raise ValueError(f"the string {node[:60]!r} holds a lone surrogate (a cut character), which is not text")
 
 
+def _plain(exc: ValueError) -> str:
+    """Python's message for an integer past its digit limit advises a Python setting: say what
+    is wrong with the input instead."""
+    if "integer string conversion" in str(exc):
+        return f"an integer with more than {sys.get_int_max_str_digits()} digits is too large to read"
+    return str(exc)
+
+
 def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads that refuses (ValueError) what it would otherwise accept silently: duplicate
     keys (it keeps the last), NaN/Infinity and numbers that overflow to infinity, lone
@@ -121,12 +136,19 @@ def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         )
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        raise ValueError(_plain(exc)) from None
+    raw_surrogate = False
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
+    elif not text.isascii():  # isascii is O(1): most text never needs the scan
+        raw_surrogate = _SURROGATE.search(text) is not None
     # Cheap filters first: fewer brackets than the limit cannot nest past it, and only an
-    # escape can make a lone surrogate (UTF-8 text cannot hold one).
+    # escape (or, in a str, the code point itself) can make a lone surrogate.
     deep = text.count("[") + text.count("{") > max_depth
-    surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    surrogates = raw_surrogate or ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
     if deep or surrogates:
         check_tree(data, max_depth=max_depth, surrogates=surrogates)
     return data
@@ -284,6 +306,7 @@ class _JsonValuesLoader(yaml.SafeLoader):
     def __init__(self, stream: str):
         super().__init__(stream)
         self._depth = 0
+        self._keys_checked: set[int] = set()
 
     def compose_node(self, parent, index):
         # Composing recurses once per level: bound the depth before the stack runs out.
@@ -300,12 +323,28 @@ class _JsonValuesLoader(yaml.SafeLoader):
         try:
             return super().construct_object(node, deep=deep)
         except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer of 5,000 digits
-            raise _refuse(f"cannot read this value: {exc}", node) from None
+            raise _refuse(f"cannot read this value: {_plain(exc) if isinstance(exc, ValueError) else exc}", node) from None
 
     def construct_mapping(self, node, deep=False):
-        self.flatten_mapping(node)  # merge keys (<<) first, so their keys are checked too
+        self._check_keys(node)
+        self.flatten_mapping(node)  # merge keys (<<): a key written here overrides a merged one
+        return super().construct_mapping(node, deep=deep)
+
+    def _check_keys(self, node: yaml.MappingNode) -> None:
+        """Every key written in this mapping, and in the mappings it merges (<<), is a string
+        written once. Checked before merging, once per node: merging copies keys in, and a key
+        written beside ``<<`` legitimately overrides the merged one (as YAML says)."""
+        if id(node) in self._keys_checked:
+            return
+        self._keys_checked.add(id(node))
         seen: dict[str, yaml.Node] = {}
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                for source in sources:
+                    if isinstance(source, yaml.MappingNode):
+                        self._check_keys(source)
+                continue  # flatten_mapping refuses anything else to merge
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
                 shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else type(key).__name__
@@ -316,12 +355,16 @@ class _JsonValuesLoader(yaml.SafeLoader):
             if key in seen:
                 raise _refuse(f"key {key!r} is given twice (first on line {seen[key].start_mark.line + 1})", key_node)
             seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_str(self, node):
         value = super().construct_yaml_str(node)
         if has_lone_surrogate(value):
-            raise _refuse("this string holds a lone surrogate (a cut character), which is not text", node)
+            # YAML decodes each \uXXXX on its own: a JSON-style pair ("\ud83d\ude00", how
+            # json.dumps writes an emoji) arrives as two halves. Join pairs; refuse what is left.
+            try:
+                value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+            except UnicodeDecodeError:
+                raise _refuse("this string holds a lone surrogate (a cut character), which is not text", node) from None
         return value
 
     def construct_yaml_float(self, node):
@@ -346,9 +389,12 @@ _JsonValuesLoader.add_constructor("tag:yaml.org,2002:timestamp", _JsonValuesLoad
 
 
 def _check_expansion(root: yaml.Node) -> None:
-    """Refuse a node graph that aliases expand past MAX_YAML_NODES values, or that refers to
-    itself. Each distinct node is measured once (memoised), so a bomb costs its own size."""
+    """Refuse a node graph that aliases expand past MAX_YAML_NODES values or nest deeper than
+    MAX_DEPTH (an alias inside an alias inside...: composing bounds only the text's own
+    nesting), or that refers to itself. Each distinct node is measured once (memoised), so a
+    bomb costs its own size."""
     sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -361,6 +407,10 @@ def _check_expansion(root: yaml.Node) -> None:
             if sizes[key] > MAX_YAML_NODES:
                 raise _refuse(f"this document expands to more than {MAX_YAML_NODES} values (YAML aliases "
                               "repeat what they name): write it out or simplify it", node)
+            depths[key] = 1 + max((depths[id(child)] for child in children), default=0)
+            if depths[key] > MAX_DEPTH:
+                raise _refuse(f"this value nests more than {MAX_DEPTH} levels deep once its aliases are "
+                              "expanded", node)
             continue
         if key in sizes:
             continue
@@ -381,7 +431,15 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def parse_yaml(text: str, path: str | Path) -> tuple[yaml.Node | None, Any]:
     """The node tree (for line numbers) and the JSON value of one YAML document."""
-    loader = _JsonValuesLoader(text)
+    try:
+        # The reader checks the whole text when it is made: a control character such as DEL,
+        # valid in JSON, is a ReaderError here, never a crash.
+        loader = _JsonValuesLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        shown = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        raise InputError(f"YAML error: the character {shown} is not allowed in YAML (write it as an escape in a "
+                         "double-quoted string)", path, line) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -408,11 +466,43 @@ def compose(path: str | Path) -> yaml.Node | None:
         return None
 
 
+def _json_document(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
+    """A ``.json`` document's JSON value, parsed strictly, and its YAML node tree when YAML can
+    read it too (for the line numbers of validation errors)."""
+    try:
+        data = strict_json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, exc.lineno) from None
+    except ValueError as exc:  # the strict hooks do not say where; YAML, reading it too, often does
+        try:
+            parse_yaml(text, path)
+            line = None
+        except InputError as yaml_error:
+            line = yaml_error.line
+        raise InputError(f"invalid JSON: {exc}", path, line) from None
+    return _nodes_only(text), data
+
+
+def _nodes_only(text: str) -> yaml.Node | None:
+    """The YAML node tree of a text, composed only (no values built), or None when YAML will
+    not read it (valid JSON may hold a tab between tokens, or a control character)."""
+    try:
+        loader = _JsonValuesLoader(text)
+    except yaml.YAMLError:
+        return None
+    try:
+        return loader.get_single_node()
+    except (yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
 def load_document(path: str | Path, model: type[M]) -> M:
-    """Load a YAML (or JSON, which is YAML) document into ``model``; errors carry file:line."""
+    """Load a YAML or JSON document into ``model``; errors carry file:line."""
     path = Path(path)
     text = read_text(path, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML or JSON document")
-    node, data = parse_yaml(text, path)
+    node, data = _json_document(text, path) if path.suffix.lower() == ".json" else parse_yaml(text, path)
     if data is None:
         raise InputError("empty document", path, 1)
     if not isinstance(data, dict):

@@ -12,6 +12,12 @@ depend on anything outside the pre-registered rubric, so:
 - Validators get a registry that refuses to retrieve anything, whatever slips past the check.
 - ``pattern``, ``patternProperties`` and ``additionalProperties`` (which reads the patterns) run
   through ``judgekit._regex`` with its time bound.
+- Time grows with the agent's data, never worse than the schema makes it: validating one
+  argument runs within ``judgekit._regex.check_budget`` (every keyword checks the deadline, so
+  a recursive ``anyOf`` over a deeply nested value stops), ``uniqueItems`` is checked in linear
+  time (jsonschema compares unsortable items pairwise), and ``unevaluatedItems`` /
+  ``unevaluatedProperties``, whose jsonschema implementation is quadratic in the size of the
+  value, are refused at load.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from judgekit.errors import InputError
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _REFUSED = ("$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor")
+_QUADRATIC = ("unevaluatedItems", "unevaluatedProperties")
 # Subschemas applied to the same value (a loop through these alone never ends)...
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_LIST = ("allOf", "anyOf", "oneOf")
@@ -116,9 +123,10 @@ def check_schema(schema: Any) -> None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise SchemaProblem(f"invalid JSON Schema: {exc.message}") from None
+    except (OverflowError, RecursionError) as exc:  # re.compile of 'x{4294967295}' in the format check
+        raise SchemaProblem(f"invalid JSON Schema: {type(exc).__name__}: {exc}") from None
 
     in_place: dict[str, list[str]] = {}  # pointer -> pointers applied to the same value
-    keywords: set[str] = set()
     stack: list[tuple[str, Any]] = [("", schema)]
     seen: set[str] = set()
     while stack:
@@ -126,11 +134,22 @@ def check_schema(schema: Any) -> None:
         if pointer in seen or not isinstance(node, dict):
             continue
         seen.add(pointer)
-        keywords.update(node)
         for key in _REFUSED:
             if key in node:
                 raise SchemaProblem(f"{key} is not supported in argument schemas (at '#{pointer}'): "
                                     "name shared parts in $defs and refer to them as '#/$defs/NAME'")
+        for key in _QUADRATIC:
+            if key in node:
+                raise SchemaProblem(f"{key} is not supported in argument schemas (at '#{pointer}'): checking it takes "
+                                    "time quadratic in the argument's size; use additionalProperties or items")
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += list(node["patternProperties"])
+        for pattern in patterns:  # checked as rubric patterns are: compiled now, in bounded time
+            try:
+                _regex.check_pattern(pattern)
+            except ValueError as exc:
+                raise SchemaProblem(f"pattern {pattern[:80]!r} at '#{pointer}': {exc}") from None
         if "$schema" in node and pointer:
             raise SchemaProblem(f"$schema may only appear at the top of an argument schema (found at '#{pointer}')")
         successors = in_place.setdefault(pointer, [])
@@ -142,9 +161,6 @@ def check_schema(schema: Any) -> None:
             if same_value:
                 successors.append(where)
             stack.append((where, child))
-    if "patternProperties" in keywords and "unevaluatedProperties" in keywords:
-        raise SchemaProblem("patternProperties together with unevaluatedProperties is not supported: "
-                            "use additionalProperties")
     _refuse_loops(in_place)
 
 
@@ -204,14 +220,55 @@ def _additional_properties(validator, additional, instance, schema):
         yield ValidationError(f"Additional properties are not allowed ({shown} {'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
+def _json_key(value: Any) -> Any:
+    """A hashable stand-in equal exactly when jsonschema's ``equal`` says so: 1 == 1.0, but
+    True is not 1, and objects and arrays compare by content."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list):
+        return ("list", tuple(_json_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((name, _json_key(item)) for name, item in value.items()))
+    return ("value", value)  # numbers (1 and 1.0 hash alike) and null
+
+
+def _unique_items(validator, unique, instance, schema):
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for index, item in enumerate(instance):
+        key = _json_key(item)
+        if key in seen:
+            yield ValidationError(f"item {index} repeats an earlier item ({json.dumps(item)[:80]}): items must be unique")
+            return
+        seen.add(key)
+
+
+def _timed(keyword):
+    """A keyword that first checks the argument's time budget (see the module docstring)."""
+
+    def check(validator, value, instance, schema):
+        _regex.spend("argument schema")
+        # Returned, not re-yielded: no extra frame per level of a deep value while it iterates.
+        return keyword(validator, value, instance, schema)
+
+    return check
+
+
 def _no_retrieval(uri: str):
     raise NoSuchResource(ref=uri)
 
 
-_Validator = validators.extend(
-    Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
-)
+_KEYWORDS = {
+    **Draft202012Validator.VALIDATORS,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "uniqueItems": _unique_items,
+}
+_Validator = validators.extend(Draft202012Validator, {name: _timed(keyword) for name, keyword in _KEYWORDS.items()})
 _OFFLINE = Registry(retrieve=_no_retrieval)
 
 
@@ -225,7 +282,8 @@ def first_error(schema: Any, instance: Any) -> str | None:
     time bound (RegexTimeout) or a value too deep to validate is an InputError: the point can
     be neither earned nor lost."""
     try:
-        error = next(iter(_validator(canonical_json(schema)).iter_errors(instance)), None)
+        with _regex.check_budget():
+            error = next(iter(_validator(canonical_json(schema)).iter_errors(instance)), None)
     except RecursionError:
         raise InputError("an argument is nested too deeply to validate against its schema") from None
     return None if error is None else error.message

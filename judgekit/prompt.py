@@ -148,9 +148,27 @@ def _forms(text: str) -> tuple[str, str]:
     return _normalise(text), _normalise(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
+def _unescaped(quote: str) -> str | None:
+    """The quote with JSON string escapes undone, when it has any and they decode: items are
+    shown ASCII-only with ``<``, ``>`` and ``&`` escaped, so a judge copying what it saw writes
+    ``caf\\u00e9 \\u003cb\\u003e`` for ``café <b>``. Its length is the text's, not the escapes'."""
+    if "\\" not in quote:
+        return None
+    try:
+        value = json.loads(f'"{quote}"')
+    except ValueError:
+        return None
+    try:
+        value.encode("utf-8")  # a lone surrogate quotes no text
+    except UnicodeEncodeError:
+        return None
+    return value
+
+
 def _as_token(needle: str, text: str) -> bool:
-    """``needle`` occurs in ``text`` with no letter or digit right before or after it."""
-    return re.search(rf"(?<![^\W_]){re.escape(needle)}(?![^\W_])", text) is not None
+    """``needle`` occurs in ``text`` with no letter or digit right before or after it, and not
+    as part of a longer number ("5" is not a token of "5.99", nor "1,000" of "1,000,000")."""
+    return re.search(rf"(?<![^\W_])(?<!\d[.,]){re.escape(needle)}(?![^\W_])(?![.,]\d)", text) is not None
 
 
 def quote_problem(quote: str, evidence_text: str, claim: str, min_chars: int) -> str | None:
@@ -162,11 +180,13 @@ def quote_problem(quote: str, evidence_text: str, claim: str, min_chars: int) ->
     token in both ("$500" for "Refund of $500 approved"). A one-letter quote found anywhere
     proves nothing.
     """
-    needle = _normalise(quote)
-    if not needle:
-        return "empty quote"
     forms = _forms(evidence_text)
-    if not any(needle in text for text in forms):
+    unescaped = _unescaped(quote)
+    candidates = [_normalise(text) for text in (unescaped, quote) if text is not None]
+    if not any(candidates):
+        return "empty quote"
+    needle = next((c for c in candidates if c and any(c in text for text in forms)), None)
+    if needle is None:
         return f"quote {quote[:80]!r} does not occur in it"
     if len(needle) >= min_chars or needle in forms:
         return None

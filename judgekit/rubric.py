@@ -30,7 +30,9 @@ _RUBRIC_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # allow_inf_nan=False: YAML reads `"inf"` and `Infinity` as strings, which a float field would
+    # otherwise turn into infinity; a rubric holds finite numbers only (its hash is JSON).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 # --- task success -----------------------------------------------------------------------------
@@ -71,8 +73,9 @@ class MatchesPredicate(_PredicateBase):
     check: Literal["matches"]
     field: str = Field(description="The field tested; it must be a string.")
     pattern: str = Field(
-        description="A Python regular expression, matched in full; a match that takes longer than "
-        "half a second makes the axis an error (never a pass or a fail)."
+        description="A regular expression (Python syntax, matched by the regex package), matched in full; "
+        "a match longer than 0.5 s, or all of a check's matches together longer than 2 s, makes the axis "
+        "an error (never a pass or a fail). Nested counted repeats may multiply out to at most 100,000."
     )
 
     @field_validator("pattern")
@@ -202,7 +205,7 @@ class FaithfulnessCriteria(_Strict):
 class Rubric(_Strict):
     """A versioned rubric. Its canonical hash is what `judgekit rubric lock` freezes."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, allow_inf_nan=False)
     _sha256: str | None = PrivateAttr(None)
 
     format_version: Literal[1] = Field(RUBRIC_FORMAT_VERSION, description="Rubric format version.")
@@ -265,6 +268,14 @@ class Rubric(_Strict):
         if private["_sha256"] is None:
             private["_sha256"] = sha256_json(self.canonical())
         return private["_sha256"]
+
+    def to_yaml(self) -> str:
+        """The canonical content as YAML that reads back to this very rubric. Only ASCII is
+        written (other characters as escapes): YAML reads a raw NEL or LINE SEPARATOR inside a
+        quoted string as a line break, and the rubric read back would hash differently."""
+        import yaml
+
+        return yaml.safe_dump(self.canonical(), sort_keys=False, allow_unicode=False)
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Rubric:
         copy = super().model_copy(update=update, deep=deep)

@@ -23,7 +23,7 @@ RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class TrajectorySet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     file: str = Field(description="A trajectory JSON Lines file, relative to the suite file.")
     rubric: str = Field(description="The rubric applied to every trajectory in it: 'id' or 'id@version'.")
@@ -32,14 +32,14 @@ class TrajectorySet(BaseModel):
 class ApprovalThresholds(BaseModel):
     """What a judge must reach, per axis, before it may gate."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min_kappa: float = Field(0.6, ge=-1, le=1, description="Cohen's kappa, judge vs human, at least this.")
     min_items: int = Field(20, ge=1, description="Labelled items per axis with a verdict, at least this many.")
 
 
 class Budget(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_tokens: int | None = Field(None, gt=0, description="Prompt + completion tokens for the run.")
     max_cost_usd: float | None = Field(None, gt=0, description="Dollars for the run (litellm's cost map).")
@@ -48,7 +48,7 @@ class Budget(BaseModel):
 class SnapshotSettings(BaseModel):
     """Which snapshot files (``world.before`` / ``world.after`` paths in trajectories) may be read."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     roots: list[str] = Field(
         default_factory=lambda: ["."],
@@ -66,7 +66,7 @@ class SnapshotSettings(BaseModel):
 class GatePolicy(BaseModel):
     """What a run must reach to pass the gate. Judge axes count only with an approved judge."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min_task_success_rate: float = Field(1.0, ge=0, le=1, description="Share of trajectories that must pass.")
     min_tool_correctness: float = Field(1.0, ge=0, le=1, description="Mean tool-correctness score at least this.")
@@ -88,7 +88,7 @@ class GatePolicy(BaseModel):
 class Suite(BaseModel):
     """A fixed set of trajectories and the rubrics they are scored against."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     format_version: Literal[1] = Field(SUITE_FORMAT_VERSION, description="Suite format version.")
     name: str = Field(description="Name of the suite, for reports.")
@@ -153,11 +153,13 @@ class LoadedSuite:
 
 
 def rubric_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to the rubric files inside them (sorted, recursive)."""
+    """Expand folders to the rubric files inside them (sorted, recursive). Anything there with a
+    rubric's suffix but a folder is taken, so that a FIFO or a device named like a rubric is
+    refused when read, never skipped without a word."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES and p.is_file()))
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES and not p.is_dir()))
         elif path.exists():
             files.append(path)
         else:

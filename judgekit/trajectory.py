@@ -23,7 +23,7 @@ TRAJECTORY_FORMAT_VERSION = 1
 class Call(BaseModel):
     """One tool call and what came back."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     id: str | None = Field(None, description="The call id the agent framework gave it, if any.")
     tool: str = Field(description="Name of the tool called.")
@@ -46,7 +46,7 @@ class Call(BaseModel):
 class World(BaseModel):
     """The world before and after the run, as snapshots of the same kind."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     before: SnapshotSpec = Field(description="The world before the agent ran.")
     after: SnapshotSpec = Field(description="The world after the agent ran.")
@@ -59,7 +59,7 @@ class World(BaseModel):
 class Trajectory(BaseModel):
     """One agent run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     format_version: Literal[1] = Field(TRAJECTORY_FORMAT_VERSION, description="Trajectory format version.")
     id: str = Field(min_length=1, description="Unique id of this run within its suite.")

@@ -50,7 +50,7 @@ LABELS_FORMAT_VERSION = 1
 class Label(BaseModel):
     """One person's judgement of one trajectory on one axis (a line of ``labels.jsonl``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     format_version: Literal[1] = Field(
         default=LABELS_FORMAT_VERSION, description="Version of the labels file format; only 1 exists."

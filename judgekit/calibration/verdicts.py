@@ -45,7 +45,7 @@ VERDICTS_FORMAT_VERSION = 1
 class JudgeVerdictRecord(BaseModel):
     """One judge verdict on one item, axis, answer order and repeat (a line of a verdicts file)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     format_version: Literal[1] = Field(
         default=VERDICTS_FORMAT_VERSION, description="Version of the verdicts file format; only 1 exists."

@@ -6,7 +6,7 @@ import json
 import operator
 from typing import Any
 
-from judgekit._regex import fullmatch
+from judgekit._regex import check_budget, fullmatch
 from judgekit.rubric import (
     AbsentPredicate,
     CountPredicate,
@@ -33,7 +33,14 @@ def _describe(predicate: Predicate) -> str:
 
 
 def evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
-    """Return (passed, reason)."""
+    """Return (passed, reason). A ``matches`` whose pattern runs past its time bound on a
+    value, or past the check's budget over all the records, raises RegexTimeout (an InputError:
+    the axis is an error, never a pass or a fail)."""
+    with check_budget():
+        return _evaluate(predicate, snapshot)
+
+
+def _evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
     records = [
         record
         for record in snapshot.records(predicate.collection)
@@ -57,7 +64,7 @@ def evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
         if isinstance(predicate, EqualsPredicate) and not _same(actual, predicate.value):
             return False, f"{field} is {json.dumps(actual)}, expected {json.dumps(predicate.value)} in {target}"
         if isinstance(predicate, MatchesPredicate) and not (
-            isinstance(actual, str) and fullmatch(predicate.pattern, actual, what=f"matches on {target}")
+            isinstance(actual, str) and fullmatch(predicate.pattern, actual, what=f"matches on {field} of {target}")
         ):
             return False, f"{field} is {json.dumps(actual)}, which does not match /{predicate.pattern}/ in {target}"
     how = "equals " + json.dumps(predicate.value) if isinstance(predicate, EqualsPredicate) else f"matches /{predicate.pattern}/"

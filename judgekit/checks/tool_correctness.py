@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from judgekit._jsonschema import first_error
+from judgekit._regex import check_budget
 from judgekit.checks._paths import path_matches, render_path
 from judgekit.checks.world_state import WorldState
+from judgekit.errors import InputError
 from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolPoint
 from judgekit.rubric import ExpectedCall, ToolCorrectnessCriteria
 from judgekit.trajectory import Call, Trajectory
@@ -26,7 +28,10 @@ def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, s
         if name not in call.args:
             verdicts.append((name, False, "argument missing"))
             continue
-        problem = first_error(schema, call.args[name])
+        try:
+            problem = first_error(schema, call.args[name])
+        except InputError as exc:  # past its time bound: the point can be neither earned nor lost
+            raise InputError(f"expected call to {expected.tool}, argument {name!r}: {exc}") from None
         if problem is None:
             verdicts.append((name, True, "valid against its schema"))
         else:
@@ -71,6 +76,13 @@ def _match_ordered(scores: np.ndarray) -> dict[int, int]:
 def score_tool_correctness(
     criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: WorldState
 ) -> ToolCorrectnessResult:
+    # How many calls there are is up to the agent, and each is checked against every expected
+    # call: all the argument checks of one trajectory share one time budget.
+    with check_budget():
+        return _score(criteria, trajectory, world)
+
+
+def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: WorldState) -> ToolCorrectnessResult:
     succeeded = [(index, call) for index, call in enumerate(trajectory.calls) if call.succeeded]
     in_scope = [
         (index, call) for index, call in succeeded if criteria.in_scope is None or call.tool in criteria.in_scope

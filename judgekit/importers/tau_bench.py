@@ -112,7 +112,7 @@ def import_tau_bench(src: Path, out: Path, registered: date | None = None) -> li
         runs = by_task[task_id]
         rubric = rubric_for_task(task_id, runs[0][1]["info"]["task"], registered, sorted(write_tools))
         rubric_path = rubric_dir / f"{rubric.id}.yaml"
-        write_text_atomically(rubric_path, yaml.safe_dump(rubric.canonical(), sort_keys=False, allow_unicode=True), mask_secrets=False)
+        write_text_atomically(rubric_path, rubric.to_yaml(), mask_secrets=False)
         lines = []
         for n, run in sorted(runs, key=lambda item: item[1]["trial"]):
             trajectory = messages_to_trajectory(

@@ -119,6 +119,16 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(status, int) and status >= 500
 
 
+def _describe(exc: BaseException | None) -> str:
+    """One line for a failed call. litellm puts a Python traceback (and the raw reply) inside
+    the message of a reply it could not read: keep what comes before it.
+
+    Cut only far past what a verdict keeps (jobs.py masks secrets, then keeps 1,000
+    characters): a key an error body echoes must be whole when it is masked, not cut in two."""
+    text = f"{type(exc).__name__}: {exc}".split("Traceback (most recent call last)")[0]
+    return " ".join(text[:20_000].split())
+
+
 def _failure_reason(exc: BaseException) -> str:
     litellm = _litellm()
     return "timeout" if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError)) else "provider_error"
@@ -181,7 +191,7 @@ class LitellmBackend:
             response = await call()
         except Exception as exc:  # noqa: BLE001 - classified just below
             if not _is_transient(exc) or max_attempts == 1:
-                raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], 1) from None
+                raise CallFailed(_failure_reason(exc), _describe(exc), 1) from None
             return await self._retry(call, exc, max_attempts)
         return self._read(response, attempts=1)
 
@@ -204,9 +214,9 @@ class LitellmBackend:
                     response = await call()
         except RetryError as exc:
             last = exc.last_attempt.exception()
-            raise CallFailed(_failure_reason(last), f"{type(last).__name__}: {last}"[:500], attempts) from None
+            raise CallFailed(_failure_reason(last), _describe(last), attempts) from None
         except Exception as exc:  # noqa: BLE001 - a provider refusing the request (4xx) is not transient
-            raise CallFailed(_failure_reason(exc), f"{type(exc).__name__}: {exc}"[:500], attempts) from None
+            raise CallFailed(_failure_reason(exc), _describe(exc), attempts) from None
         return self._read(response, attempts)
 
     def _cost(self, response: Any) -> float | None:
@@ -243,7 +253,7 @@ class LitellmBackend:
         except CallFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - see above
-            raise CallFailed("provider_error", f"could not read the reply: {type(exc).__name__}: {exc}"[:500], attempts) from None
+            raise CallFailed("provider_error", f"could not read the reply: {_describe(exc)}", attempts) from None
 
     def _reply(self, response: Any, attempts: int) -> RawReply:
         """The parts of a response judgekit reads, each checked: a server may send anything with

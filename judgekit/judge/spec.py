@@ -34,7 +34,7 @@ def is_pinned(model: str) -> bool:
 class JudgeSpec(BaseModel):
     """Which model judges, and how. Set in a suite (all rubrics) or a rubric (overrides)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = Field(
         description="litellm model name pinned to a snapshot ('openai/gpt-4o-2024-08-06'), "
