@@ -54,22 +54,6 @@ PAGE = 4096
 SUPER_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
 
 
-class Hung(BaseException):
-    """Raised by the alarm; not an OSError, so no handler mistakes it."""
-
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    def expire(signum, frame):
-        raise Hung(f"the case did not finish within {ALARM_S} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
 # --- a real cache ---------------------------------------------------------------------------------
 
 

@@ -26,7 +26,6 @@ import json
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -51,22 +50,6 @@ OUTPUTS = {json.loads(line)["output"]: json.loads(line)["id"]
 SUPPORTED = {"claim": "the email is alice@example.com", "supported": True,
              "evidence": [{"id": "R1", "quote": "alice@example.com"}]}
 UNSUPPORTED = {"claim": "something the tools never said", "supported": False, "evidence": []}
-
-
-class Hung(BaseException):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    def expire(signum, frame):
-        raise Hung(f"the case did not finish within {ALARM_S} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def output_of(request: dict) -> str:

@@ -16,7 +16,6 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
 
 import json
-import signal
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,22 +33,6 @@ ALARM_S = 20
 MODEL = "openai/judge-2024-08-06"
 RETRIES = 1  # invalid_reply_retries: a reply that does not parse is asked once more
 GUIDE = "Every claim must come from a tool result or the context."
-
-
-class Hung(BaseException):
-    """Raised by the alarm. Not an Exception: no handler in judgekit may swallow it."""
-
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    def expire(signum, frame):
-        raise Hung(f"the case did not finish within {ALARM_S} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 # --- the suite -------------------------------------------------------------------------------------

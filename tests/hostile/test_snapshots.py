@@ -45,24 +45,6 @@ ALARM_S = 10
 PAGE = 4096
 
 
-class Hung(BaseException):
-    """Raised by the alarm. Not an OSError (TimeoutError is one): no handler may mistake it."""
-
-
-@pytest.fixture(autouse=True)
-def no_hang():
-    """Fail a case that blocks, instead of hanging the run."""
-
-    def expire(signum, frame):
-        raise Hung(f"the case did not finish within {ALARM_S} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.fixture(autouse=True)
 def private_tmp(tmp_path, monkeypatch) -> Path:
     """Private copies go to a folder of this test, so the test can see them made and removed."""
