@@ -23,7 +23,8 @@ from typing import Any, Self
 
 from pydantic import ValidationError
 
-from judgekit._io import describe_validation_error, load_document
+from judgekit._documents import load_document
+from judgekit._io import describe_validation_error
 from judgekit._testing_replies import Reply, ScriptSpec
 from judgekit.errors import InputError, JudgekitError
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from judgekit._io import compose, find_node, read_text
+from judgekit._documents import compose, find_node
+from judgekit._io import read_text
 from judgekit.rubric import AXES, Rubric, load_rubric
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._io import load_document
+from judgekit._documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric
