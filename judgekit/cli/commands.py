@@ -314,7 +314,8 @@ def cache_stats(cache_dir: Path) -> None:
 @handle_errors
 def cache_clear(cache_dir: Path) -> None:
     """Remove every cached verdict; a cache that cannot be read loses its database files."""
-    from judgekit.cache import VerdictCache, clear_unreadable
+    from judgekit._cache_files import clear_unreadable
+    from judgekit.cache import VerdictCache
     from judgekit.errors import InputError
 
     if not cache_dir.exists():
