@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -304,6 +305,13 @@ def cache_stats(cache_dir: Path) -> None:
 
     if not cache_dir.exists():
         say_json(json.dumps({"directory": str(cache_dir), "exists": False, "entries": 0, "bytes": 0}, indent=2))
+        return
+    if cache_dir.is_dir() and not os.path.lexists(cache_dir / "cache.db"):  # stats creates no database either
+        from judgekit._cache_files import writable
+
+        empty = {"directory": str(cache_dir), "exists": True, "writable": writable(cache_dir, cache_dir / "cache.db"),
+                 "entries": 0, "foreign_entries": 0, "bytes": 0}
+        say_json(json.dumps(empty, indent=2))
         return
     with VerdictCache(cache_dir, create=False) as store:
         say_json(json.dumps(store.stats(), indent=2))

@@ -802,6 +802,16 @@ def test_a_read_only_folder_without_a_cache(tmp_path, server):
     assert list(folder.iterdir()) == []
 
 
+def test_stats_on_an_empty_folder_creates_no_database(tmp_path):
+    folder = tmp_path / "empty-cache"
+    folder.mkdir()
+    result = judgekit("cache", "stats", "--cache-dir", folder)
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"directory": str(folder), "exists": True, "writable": True,
+                                         "entries": 0, "foreign_entries": 0, "bytes": 0}
+    assert list(folder.iterdir()) == []
+
+
 # --- a folder that is not there --------------------------------------------------------------------
 
 MISSING = [
