@@ -243,9 +243,8 @@ def compose(path: str | Path) -> yaml.Node | None:
         return None
 
 
-def _json_document(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
-    """A ``.json`` document's JSON value, parsed strictly, and its YAML node tree when YAML can
-    read it too (for the line numbers of validation errors)."""
+def _json_document(text: str, path: Path) -> Any:
+    """A ``.json`` document's JSON value, parsed strictly."""
     try:
         data = strict_json_loads(text)
     except json.JSONDecodeError as exc:
@@ -257,7 +256,7 @@ def _json_document(text: str, path: Path) -> tuple[yaml.Node | None, Any]:
         except InputError as yaml_error:
             line = yaml_error.line
         raise InputError(f"invalid JSON: {exc}", path, line) from None
-    return _nodes_only(text), data
+    return data
 
 
 def _nodes_only(text: str) -> yaml.Node | None:
@@ -279,7 +278,8 @@ def load_document(path: str | Path, model: type[M]) -> M:
     """Load a YAML or JSON document into ``model``; errors carry file:line."""
     path = Path(path)
     text = read_text(path, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML or JSON document")
-    node, data = _json_document(text, path) if path.suffix.lower() == ".json" else parse_yaml(text, path)
+    as_json = path.suffix.lower() == ".json"
+    node, data = (None, _json_document(text, path)) if as_json else parse_yaml(text, path)
     if data is None:
         raise InputError("empty document", path, 1)
     if not isinstance(data, dict):
@@ -289,4 +289,6 @@ def load_document(path: str | Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         loc = exc.errors()[0]["loc"]
+        if as_json:  # composed only now: YAML gives a JSON document its line numbers
+            node = _nodes_only(text)
         raise InputError(describe_validation_error(exc), path, _node_line(node, loc)) from None

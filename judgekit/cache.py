@@ -205,8 +205,7 @@ class VerdictCache:
             (MODE_RAW,),
         ) or [(0, 0)]
         size = self._db.stat().st_size if self._db.exists() else 0
-        return {"directory": str(self.directory), "exists": True, "writable": self.writable, "entries": entries,
-                "foreign_entries": foreign, "bytes": size}
+        return _stats(self.directory, self.writable, entries, foreign, size)
 
     def clear(self) -> int:
         """Remove every entry (the files rows may name are not judgekit's and stay)."""
@@ -270,6 +269,23 @@ class VerdictCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close_all()
+
+
+def _stats(directory: Path, is_writable: bool, entries: int, foreign: int, size: int) -> dict[str, Any]:
+    return {"directory": str(directory), "exists": True, "writable": is_writable, "entries": entries,
+            "foreign_entries": foreign, "bytes": size}
+
+
+def cache_stats(directory: str | Path) -> dict[str, Any]:
+    """What ``cache stats`` reports, creating nothing: a missing folder is said to be missing,
+    a folder without a database has no entries (opening it would create one)."""
+    directory = Path(directory)
+    if not directory.exists():
+        return {"directory": str(directory), "exists": False, "entries": 0, "bytes": 0}
+    if directory.is_dir() and not os.path.lexists(directory / DBNAME):
+        return _stats(directory, writable(directory, directory / DBNAME), 0, 0, 0)
+    with VerdictCache(directory, create=False) as store:
+        return store.stats()
 
 
 _STOP = object()  # queue marker: commit what was handed over, then end the thread

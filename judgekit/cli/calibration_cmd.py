@@ -54,15 +54,8 @@ def print_agreement(report) -> None:
             say(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {one_line(', '.join(r.unstable_ids)) or 'none'}")
 
 
-def _is_report(path: Path) -> bool:
+def _is_report(data) -> bool:
     """A previous ``calibrate --out`` file: rubric id@version -> agreement report."""
-    from judgekit._io import MAX_FILE_BYTES, read_json
-    from judgekit.errors import InputError
-
-    try:
-        data = read_json(path, max_bytes=MAX_FILE_BYTES)
-    except InputError:
-        return False
     return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "axes" in v for v in data.values())
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,33 +22,26 @@ def suite_inputs(loaded) -> list[Path]:
 
 
 def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
-    """Before any work: refuse an --out that would overwrite an input, or a file that is not a
-    previous ``what`` (a snapshot, a rubric...), or that cannot be written (exit 2)."""
+    """Before any work: refuse an --out that would overwrite an input, or an existing file that
+    is not a previous ``what`` (``is_ours`` tells from its parsed JSON; a snapshot, a rubric, a
+    device is not), or a place that cannot be written (exit 2)."""
     from judgekit._files import ensure_writable
+    from judgekit._io import MAX_FILE_BYTES, read_json
     from judgekit.errors import InputError
 
     target = out.resolve()
     for path in inputs:
         if path.resolve() == target:
             raise InputError(f"--out would overwrite {path}, an input of this suite: choose another file", out)
-    if out.exists() and not is_ours(out):
-        raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
-                         "(remove it or choose another file)", out)
-    ensure_writable(out)
-
-
-def _is_json_object_with(*keys: str):
-    def check(path: Path) -> bool:
-        from judgekit._io import MAX_FILE_BYTES, read_json
-        from judgekit.errors import InputError
-
+    if out.exists():
         try:
-            data = read_json(path, max_bytes=MAX_FILE_BYTES)
-        except InputError:
-            return False
-        return isinstance(data, dict) and all(key in data for key in keys)
-
-    return check
+            ours = is_ours(read_json(out, max_bytes=MAX_FILE_BYTES))
+        except InputError:  # not JSON, or not a regular file
+            ours = False
+        if not ours:
+            raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
+                             "(remove it or choose another file)", out)
+    ensure_writable(out)
 
 
 @main.command()
@@ -88,7 +80,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     loaded = load_suite(suite)
     if out is not None:
         prepare_out(out, suite_inputs(loaded), what="a run record",
-                    is_ours=_is_json_object_with("format_version", "suite", "results"))
+                    is_ours=lambda data: isinstance(data, dict) and {"format_version", "suite", "results"} <= data.keys())
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
@@ -301,20 +293,9 @@ _cache_dir_option = click.option(
 @handle_errors
 def cache_stats(cache_dir: Path) -> None:
     """Entries and size on disk (a folder that does not exist is reported, not created)."""
-    from judgekit.cache import VerdictCache
+    from judgekit.cache import cache_stats as stats
 
-    if not cache_dir.exists():
-        say_json(json.dumps({"directory": str(cache_dir), "exists": False, "entries": 0, "bytes": 0}, indent=2))
-        return
-    if cache_dir.is_dir() and not os.path.lexists(cache_dir / "cache.db"):  # stats creates no database either
-        from judgekit._cache_files import writable
-
-        empty = {"directory": str(cache_dir), "exists": True, "writable": writable(cache_dir, cache_dir / "cache.db"),
-                 "entries": 0, "foreign_entries": 0, "bytes": 0}
-        say_json(json.dumps(empty, indent=2))
-        return
-    with VerdictCache(cache_dir, create=False) as store:
-        say_json(json.dumps(store.stats(), indent=2))
+    say_json(json.dumps(stats(cache_dir), indent=2))
 
 
 @cache.command("clear")

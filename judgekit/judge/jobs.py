@@ -271,10 +271,7 @@ class JudgeRunner:
         identity (and so its approval). Whether the reported model matched the pin is worked
         out again, never taken from the entry.
         """
-        own = self._provenance(job, cached.provenance.cache_key)
-        fields = ("model_pin", "endpoint", "floating", "override", "parameters", "rubric", "rubric_sha256",
-                  "template_sha256")
-        differing = [name for name in fields if getattr(cached.provenance, name) != getattr(own, name)]
+        differing = [name for name, value in _identity(job).items() if getattr(cached.provenance, name) != value]
         if differing:
             return f"its provenance names another judge or rubric ({', '.join(differing)})"
         cached.provenance.model_mismatch = _mismatch(job.judge, cached.provenance.reported_model)
@@ -290,14 +287,7 @@ class JudgeRunner:
     def _provenance(self, job: JudgeJob, key: str, **extra: Any) -> Provenance:
         judgekit_version, llm_version = self._versions
         return Provenance(
-            model_pin=job.judge.model_pin,
-            endpoint=job.judge.endpoint,
-            floating=job.judge.floating,
-            override=job.judge.override,
-            parameters=job.judge.spec.cache_parameters(),
-            rubric=job.rubric.ref,
-            rubric_sha256=job.rubric.sha256(),
-            template_sha256=job.prompt.template_sha256,
+            **_identity(job),
             judgekit_version=judgekit_version,
             litellm_version=llm_version,
             created_at=datetime.now(timezone.utc),
@@ -389,6 +379,21 @@ class JudgeRunner:
                 provenance=self._provenance(job, key, latency_s=latency(), **usage),
             )
         return self._unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)
+
+
+def _identity(job: JudgeJob) -> dict[str, Any]:
+    """The provenance fields that say which judge answered which rubric: every verdict gets
+    them, and a cached verdict must carry exactly the job's own."""
+    return {
+        "model_pin": job.judge.model_pin,
+        "endpoint": job.judge.endpoint,
+        "floating": job.judge.floating,
+        "override": job.judge.override,
+        "parameters": job.judge.spec.cache_parameters(),
+        "rubric": job.rubric.ref,
+        "rubric_sha256": job.rubric.sha256(),
+        "template_sha256": job.prompt.template_sha256,
+    }
 
 
 def _mismatch(judge: ResolvedJudge, reported: str | None) -> bool:
