@@ -4,15 +4,15 @@ Task success is judged from this diff, so it is deterministic: changes are sorte
 op (a SQLite table's schema changes first), and ``Diff.to_json()`` is byte-identical across runs
 and machines.
 
-Equality is type-aware on both kinds: ``1``, ``1.0``, ``"1"`` and ``true`` all differ (SQLite
-keeps INTEGER, REAL and TEXT apart, and a judge should see a value change type). JSON floats
-also keep their sign: ``0.0`` and ``-0.0`` differ, as their canonical JSON does.
+A value changed when ``json_equal`` says it differs, on both kinds: ``1`` and ``1.0`` (or an
+INTEGER 1 and a REAL 1.0) are the same number, while ``1``, ``"1"``, ``true`` and a BLOB all
+differ; keyed records and SQLite rows are matched by keys equal in the same sense. See
+``judgekit._json_equality`` for the definition and why numbers compare by value.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit._io import canonical_json
+from judgekit._json_equality import json_equal, normal_form
 from judgekit.errors import InputError
 from judgekit.world import (
     JsonSnapshot,
@@ -190,17 +191,9 @@ def render_text(diff: Diff, max_chars: int = 8000) -> str:
 # --- JSON ---------------------------------------------------------------------------------------
 
 
-def same_json_value(a: Any, b: Any) -> bool:
-    """Type-aware equality of JSON scalars: 1, 1.0 and true differ; so do 0.0 and -0.0."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    return a == b
-
-
 def _key_text(value: Any) -> str:
-    return value if isinstance(value, str) else canonical_json(value)
+    # Equal keys (json_equal: 1 and 1.0) get one text, so they match; true and 1 stay apart.
+    return value if isinstance(value, str) else canonical_json(normal_form(value))
 
 
 class _JsonDiff:
@@ -237,7 +230,7 @@ class _JsonDiff:
                 self.changes.append(Change(op="remove", path=[*path, i], before=a[i]))
             for i in range(len(a), len(b)):
                 self.changes.append(Change(op="add", path=[*path, i], after=b[i]))
-        elif isinstance(a, (dict, list)) or isinstance(b, (dict, list)) or not same_json_value(a, b):
+        elif not json_equal(a, b):  # containers of one kind were walked above; of two kinds, differ
             self.changes.append(Change(op="change", path=path, before=a, after=b))
 
     def _walk_keyed(self, a: list[Any], b: list[Any], path: list[str | int], pointer: str) -> None:
@@ -319,9 +312,11 @@ def _locate(doc: Any, path: list[str | int]) -> tuple[Any, str | int]:
 #
 # SQLite compares the rows itself (the after database attached read-only to the before one): one
 # pass over each table with index lookups, no table held in memory. Only identifiers, quoted,
-# ever enter the SQL. Rows are matched by key with the table's own `=`; values are compared with
-# `+x IS +y COLLATE BINARY` (no affinity conversion, no NOCASE) and equal storage class
-# (`typeof`), so 1, 1.0 and '1' differ and 'Bob' -> 'bob' is a change.
+# ever enter the SQL. Rows are matched by key with the table's own `=`. SQL picks the rows where
+# a value may differ, `+x IS +y COLLATE BINARY` (no affinity conversion, no NOCASE, so 'Bob' ->
+# 'bob' is a change) with equal storage class (`typeof`); Python then decides each value with
+# json_equal, so INTEGER 1 -> REAL 1.0 is no change and 1 -> '1' is one. The storage-class test
+# keeps SQL's pick a superset of what Python reports, whatever SQLite's int/real comparison does.
 
 _A, _B = "main", "after_db"  # schema names of the before and the attached after database
 
@@ -333,7 +328,7 @@ def _q(name: str) -> str:
 def _row_key_text(key: tuple[Any, ...]) -> str:
     if len(key) == 1:
         return _key_text(to_json_value(key[0]))
-    return canonical_json([to_json_value(v) for v in key])
+    return canonical_json(normal_form([to_json_value(v) for v in key]))
 
 
 def _row_json(columns: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
@@ -443,5 +438,5 @@ def _changed_rows(conn: sqlite3.Connection, a: TableInfo, b: TableInfo) -> Itera
     for row in conn.execute(sql):
         key_text = _row_key_text(row[:width])
         for column, va, vb in zip(columns, row[width : width + n], row[width + n :]):
-            if type(va) is not type(vb) or va != vb:
+            if not json_equal(va, vb):  # raw values: bytes equal only the same bytes
                 yield Change(op="change", path=[a.name, key_text, column], before=to_json_value(va), after=to_json_value(vb))

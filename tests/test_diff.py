@@ -11,15 +11,22 @@ from typing import Any
 
 import jsonschema
 import pytest
+from _sqlite import make_db
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgekit._io import canonical_json
-from judgekit.diff import Change, Diff, apply_json_diff, diff_paths, diff_snapshots, render_text
+from judgekit._json_equality import json_equal, normal_form
+from judgekit.diff import (
+    Change,
+    Diff,
+    apply_json_diff,
+    diff_paths,
+    diff_snapshots,
+    render_text,
+)
 from judgekit.errors import InputError
 from judgekit.world import JsonSnapshot, SqliteSnapshot
-
-from _sqlite import make_db
 
 
 def jdiff(a: Any, b: Any, keys: dict[str, str] | None = None) -> Diff:
@@ -87,9 +94,21 @@ def test_applying_the_diff_gives_the_after_document(pair):
     a, b = pair
     original = copy.deepcopy(a)
     diff = jdiff(a, b)
-    # Compared as canonical JSON: Python's == says 1 == 1.0 == True and 0.0 == -0.0.
-    assert canonical_json(apply_json_diff(a, diff)) == canonical_json(b)
+    # Changed on purpose: the diff uses json_equal (1 == 1.0, 0.0 == -0.0), so a number that
+    # only changed form is no change and keeps its old form; the result is b as JSON, compared
+    # by its normal form's canonical JSON (never Python's ==, which says True == 1). It was
+    # byte-identical when the diff compared types too.
+    applied = apply_json_diff(a, diff)
+    assert canonical_json(normal_form(applied)) == canonical_json(normal_form(b))
+    assert json_equal(applied, b)
     assert canonical_json(a) == canonical_json(original)  # the input is left alone
+
+
+@settings(max_examples=120, deadline=None)
+@given(document_pairs())
+def test_diff_is_empty_exactly_when_the_documents_are_json_equal(pair):
+    a, b = pair
+    assert (jdiff(a, b).changes == []) == json_equal(a, b)
 
 
 @settings(max_examples=80, deadline=None)
@@ -103,9 +122,14 @@ def test_diff_is_byte_identical_across_runs_and_key_orders(pair):
 
 @settings(max_examples=200, deadline=None)
 @given(confusable | scalars, confusable | scalars)
-def test_a_scalar_changed_exactly_when_its_canonical_json_did(x, y):
+def test_a_scalar_changed_exactly_when_its_normal_form_did(x, y):
+    # Changed on purpose: was "when its canonical JSON did" (1 -> 1.0 and 0.0 -> -0.0 were
+    # changes). Numbers now compare by value as in JSON Schema; booleans still never equal numbers.
     changed = bool(jdiff({"v": x}, {"v": y}).changes)
-    assert changed == (canonical_json(x) != canonical_json(y))
+    assert changed == (canonical_json(normal_form(x)) != canonical_json(normal_form(y)))
+    assert changed == (not json_equal(x, y))
+    if isinstance(x, bool) != isinstance(y, bool):
+        assert changed
 
 
 @settings(max_examples=80, deadline=None)
@@ -130,9 +154,15 @@ def test_diff_json_round_trips_and_matches_its_schema(pair):
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param({"n": 1}, {"n": 1.0}, [("change", ["n"], 1, 1.0)], id="int_vs_float_differ"),
+        # Changed on purpose (were one change each): one number written another way is no change.
+        pytest.param({"n": 1}, {"n": 1.0}, [], id="int_vs_float_same_number"),
+        pytest.param({"n": 0.0}, {"n": -0.0}, [], id="signed_zero_same_number"),
+        pytest.param({"n": [1, {"m": 2.0}]}, {"n": [1.0, {"m": 2}]}, [], id="nested_same_numbers"),
+        pytest.param({"n": 1}, {"n": 1.5}, [("change", ["n"], 1, 1.5)], id="int_vs_other_float_differ"),
+        pytest.param({"n": 2**53 + 1}, {"n": 2.0**53}, [("change", ["n"], 2**53 + 1, 2.0**53)], id="int_vs_float_compared_exactly"),
         pytest.param({"n": 1}, {"n": True}, [("change", ["n"], 1, True)], id="int_vs_bool_differ"),
-        pytest.param({"n": 0.0}, {"n": -0.0}, [("change", ["n"], 0.0, -0.0)], id="signed_zero_differs"),
+        pytest.param({"n": [0]}, {"n": [False]}, [("change", ["n", 0], 0, False)], id="nested_int_vs_bool_differ"),
+        pytest.param({"n": 1}, {"n": "1"}, [("change", ["n"], 1, "1")], id="int_vs_string_differ"),
         pytest.param({"x": {"a": 1}}, {"x": [1]}, [("change", ["x"], {"a": 1}, [1])], id="type_change_is_one_change"),
         pytest.param([1, 2], [1, 2, 3], [("add", [2], None, 3)], id="list_tail_add"),
         pytest.param([1, 2, 3], [1], [("remove", [1], 2, None), ("remove", [2], 3, None)], id="list_tail_remove"),
@@ -160,6 +190,19 @@ def test_keyed_list_insert_in_the_middle_is_one_add():
     assert len(jdiff({"users": users}, {"users": after}).changes) > 2  # by index: a cascade
 
 
+def test_keyed_list_matches_keys_that_are_equal_numbers():
+    # Changed on purpose: id 1 and id 1.0 were two keys (a remove and an add); they are one number.
+    before = {"users": [{"id": 1, "email": "a@x.com"}, {"id": 2.5, "email": "b@x.com"}]}
+    after = {"users": [{"id": 1.0, "email": "alice@example.com"}, {"id": 2.5, "email": "b@x.com"}]}
+    assert as_tuples(jdiff(before, after, keys={"/users": "id"})) == [
+        ("change", ["users", "1", "email"], "a@x.com", "alice@example.com"),
+    ]
+    flag = {"users": [{"id": True}], "flags": []}
+    assert [(c.op, c.path) for c in jdiff(flag, {"users": [{"id": 1}], "flags": []}, keys={"/users": "id"}).changes] == [
+        ("add", ["users", "1"]), ("remove", ["users", "true"]),  # true is never the number 1
+    ]
+
+
 def test_keyed_list_nested_pointer_and_string_keys():
     before = {"org": {"teams": [{"slug": "core", "size": 3}, {"slug": "web", "size": 2}]}}
     after = {"org": {"teams": [{"slug": "web", "size": 2}]}}
@@ -171,6 +214,7 @@ def test_keyed_list_nested_pointer_and_string_keys():
     ("before", "keys", "message"),
     [
         pytest.param({"users": [{"id": 1}, {"id": 1}]}, {"/users": "id"}, "keys must be unique", id="duplicate_key"),
+        pytest.param({"users": [{"id": 1}, {"id": 1.0}]}, {"/users": "id"}, "keys must be unique", id="duplicate_key_as_int_and_float"),
         pytest.param({"users": [{"id": 1}, {"name": "x"}]}, {"/users": "id"}, "has no field 'id'", id="missing_key_field"),
         pytest.param({"users": [1]}, {"/users": "id"}, "has no field 'id'", id="record_not_an_object"),
         pytest.param({"users": {}}, {"/users": "id"}, "names no list in either snapshot", id="pointer_to_object"),
@@ -323,18 +367,46 @@ def test_sqlite_blob_column(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("before", "after"),
+    ("before", "after", "changed"),
     [
-        pytest.param(1, 1.0, id="integer_to_real"),
-        pytest.param(1, "1", id="integer_to_text"),
-        pytest.param("1", b"1", id="text_to_blob"),
-        pytest.param(None, 0, id="null_to_zero"),
+        # Changed on purpose (was a change): INTEGER 1 and REAL 1.0 are one number, as SQLite's
+        # own `=` and JSON Schema say; the diff compares values with json_equal on both kinds.
+        pytest.param(1, 1.0, False, id="integer_to_real_same_number"),
+        pytest.param(2**53 + 1, float(2**53), True, id="integer_to_real_compared_exactly"),
+        pytest.param(1, 1.5, True, id="integer_to_other_real"),
+        pytest.param(1, "1", True, id="integer_to_text"),
+        pytest.param("1", b"1", True, id="text_to_blob"),
+        pytest.param(None, 0, True, id="null_to_zero"),
     ],
 )
-def test_sqlite_values_compare_by_storage_class(tmp_path, before, after):
+def test_sqlite_values_compare_as_json_values(tmp_path, before, after, changed):
     table = "CREATE TABLE t (id INTEGER PRIMARY KEY, v)"  # no declared type: values keep their class
-    diff = sdiff(tmp_path, [table, ("INSERT INTO t VALUES (1, ?)", (before,))], [table, ("INSERT INTO t VALUES (1, ?)", (after,))])
-    assert [(c.op, c.path) for c in diff.changes] == [("change", ["t", "1", "v"])]
+    other = ("INSERT INTO t VALUES (2, ?)", ("x",))
+    diff = sdiff(tmp_path, [table, ("INSERT INTO t VALUES (1, ?)", (before,)), other],
+                 [table, ("INSERT INTO t VALUES (1, ?)", (after,)), other])
+    assert [(c.op, c.path) for c in diff.changes] == ([("change", ["t", "1", "v"])] if changed else [])
+
+
+def test_sqlite_retyped_column_is_one_schema_change_not_every_row(tmp_path):
+    # Changed on purpose: every row also showed a change 2 -> 2.0; its value did not change.
+    before = ["CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)", "INSERT INTO t VALUES (1, 2)", "INSERT INTO t VALUES (2, 3)"]
+    after = ["CREATE TABLE t (id INTEGER PRIMARY KEY, v REAL)", "INSERT INTO t VALUES (1, 2)", "INSERT INTO t VALUES (2, 3.5)"]
+    assert as_tuples(sdiff(tmp_path, before, after)) == [
+        ("schema", ["t", "v"], "INTEGER", "REAL"),
+        ("change", ["t", "2", "v"], 3, 3.5),
+    ]
+
+
+def test_sqlite_rows_keyed_by_equal_numbers_match(tmp_path):
+    # An untyped key column: SQLite's `=` matches 1 with 1.0, and both have the key text "1".
+    table = "CREATE TABLE t (k PRIMARY KEY, v TEXT)"
+    diff = sdiff(tmp_path, [table, ("INSERT INTO t VALUES (?, 'a')", (1,)), ("INSERT INTO t VALUES (?, 'b')", (2,))],
+                 [table, ("INSERT INTO t VALUES (?, 'z')", (1.0,)), ("INSERT INTO t VALUES (?, 'b')", (3.0,))])
+    assert as_tuples(diff) == [
+        ("change", ["t", "1", "v"], "a", "z"),
+        ("remove", ["t", "2"], {"k": 2, "v": "b"}, None),
+        ("add", ["t", "3"], None, {"k": 3.0, "v": "b"}),
+    ]
 
 
 def test_sqlite_case_change_in_nocase_column_is_seen(tmp_path):

@@ -1,20 +1,24 @@
-"""JSON Schemas of the calibration file formats and reports (for editors, docs and checks)."""
+"""The calibration formats' JSON Schemas under their older names, from ``judgekit.schemas``.
+
+Kept for ``judgekit.calibration.schemas()``; new code calls ``judgekit.schemas.schema_for``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from judgekit.calibration.agreement import AgreementReport
-from judgekit.calibration.corrected import CorrectedRate
-from judgekit.calibration.labels import Label
-from judgekit.calibration.verdicts import JudgeVerdictRecord
+from judgekit.schemas import schema_for
+
+# Older name -> registry name.
+_NAMES = {"label": "labels", "verdict": "verdicts", "agreement_report": "agreement-report"}
 
 
 def schemas() -> dict[str, dict[str, Any]]:
     """Schema per name: ``label`` and ``verdict`` (one JSON Lines record each), and the reports."""
-    return {
-        "label": Label.model_json_schema(),
-        "verdict": JudgeVerdictRecord.model_json_schema(),
-        "agreement_report": AgreementReport.model_json_schema(),
-        "corrected_rate": CorrectedRate.model_json_schema(),
-    }
+    from judgekit.calibration.corrected import CorrectedRate
+
+    found = {old: schema_for(name) for old, name in _NAMES.items()}
+    # No file or JSON output holds a corrected rate on its own (the gate prints it as text), so it
+    # has no registry name; it stays here only for callers of this function.
+    found["corrected_rate"] = CorrectedRate.model_json_schema()
+    return found

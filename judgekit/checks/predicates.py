@@ -1,11 +1,14 @@
-"""Declarative predicates over a world snapshot: exists, absent, equals, matches, count."""
+"""Declarative predicates over a world snapshot: exists, absent, equals, matches, count.
+
+``where`` and ``equals`` compare with ``json_equal``, the one JSON equality (1 == 1.0, true != 1).
+"""
 
 from __future__ import annotations
 
 import json
 import operator
-from typing import Any
 
+from judgekit._json_equality import json_equal
 from judgekit._regex import check_budget, fullmatch
 from judgekit.rubric import (
     AbsentPredicate,
@@ -18,13 +21,6 @@ from judgekit.rubric import (
 from judgekit.world import Snapshot
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-def _same(a: Any, b: Any) -> bool:
-    # JSON equality: 1 == 1.0, but True is not 1.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
 
 
 def _describe(predicate: Predicate) -> str:
@@ -44,7 +40,7 @@ def _evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
     records = [
         record
         for record in snapshot.records(predicate.collection)
-        if all(field in record and _same(record[field], value) for field, value in predicate.where.items())
+        if all(field in record and json_equal(record[field], value) for field, value in predicate.where.items())
     ]
     target = _describe(predicate)
     if isinstance(predicate, ExistsPredicate):
@@ -61,7 +57,7 @@ def _evaluate(predicate: Predicate, snapshot: Snapshot) -> tuple[bool, str]:
         actual = record.get(field)
         if field not in record:
             return False, f"{target} has no field {field!r}"
-        if isinstance(predicate, EqualsPredicate) and not _same(actual, predicate.value):
+        if isinstance(predicate, EqualsPredicate) and not json_equal(actual, predicate.value):
             return False, f"{field} is {json.dumps(actual)}, expected {json.dumps(predicate.value)} in {target}"
         if isinstance(predicate, MatchesPredicate) and not (
             isinstance(actual, str) and fullmatch(predicate.pattern, actual, what=f"matches on {field} of {target}")
