@@ -44,9 +44,10 @@ from datetime import date
 from pathlib import Path
 
 from judgekit.cache import VerdictCache
-from judgekit.judge.jobs import JudgeJob, JudgeRunner, ResolvedJudge, response_format
+from judgekit.judge.target import JudgeTarget
+from judgekit.run.judging import JudgeJob, JudgeRunner, response_format
 from judgekit.judge.spec import JudgeSpec
-from judgekit.prompt import build_prompt
+from judgekit.prompt import build_prompt, faithfulness_sections
 from judgekit.rubric import FaithfulnessCriteria, Rubric
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory
@@ -76,9 +77,9 @@ def build_jobs(count: int, base_url: str, model: str = MODEL) -> list[JudgeJob]:
         faithfulness=FaithfulnessCriteria(guide="Every claim must be stated by a tool result or the context."),
     )
     spec = JudgeSpec(model=model, api_base=base_url)
-    judge = ResolvedJudge(spec=spec, litellm_model=model, model_pin=model, api_base=base_url, api_key="not-needed")
+    judge = JudgeTarget(spec=spec, litellm_model=model, model_pin=model, api_base=base_url)
     return [
-        JudgeJob(rubric, "faithfulness", build_prompt("faithfulness", rubric.faithfulness.guide, trajectory(i), None), judge)
+        JudgeJob(rubric, "faithfulness", build_prompt("faithfulness", rubric.faithfulness.guide, trajectory(i), faithfulness_sections), judge)
         for i in range(count)
     ]
 
@@ -101,7 +102,7 @@ async def bare_loop(jobs: list[JudgeJob], concurrency: int) -> list[str]:
                 timeout=spec.timeout_s,
                 num_retries=0,
                 api_base=job.judge.api_base,
-                api_key=job.judge.api_key,
+                api_key="not-needed",
             )
             return response.choices[0].message.content
 

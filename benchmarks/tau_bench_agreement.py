@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from judgekit.errors import JudgekitError  # noqa: E402
 from judgekit.importers.tau_bench import import_tau_bench  # noqa: E402
 from judgekit.results import TrajectoryResult  # noqa: E402
-from judgekit.runner import check_registration, iter_results  # noqa: E402
+from judgekit.run.plan import check_registration, iter_deterministic  # noqa: E402
 from judgekit.suite import load_suite  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "tau-bench-airline"
@@ -43,7 +43,7 @@ def score(src: Path) -> list[TrajectoryResult]:
         import_tau_bench(src, Path(out))
         loaded = load_suite(Path(out))
         check_registration(loaded)
-        return list(iter_results(loaded))
+        return list(iter_deterministic(loaded))
 
 
 def explain(result: TrajectoryResult) -> list[str]:

@@ -1,6 +1,65 @@
-"""judgekit: score AI-agent trajectories against pre-registered rubrics on independent axes."""
+"""judgekit: score AI-agent trajectories against pre-registered rubrics on independent axes.
+
+The library API::
+
+    import judgekit
+
+    record = judgekit.run_suite("examples/email-update")          # or: await judgekit.run_suite_async(...)
+    report = judgekit.gate(record)                                # the gate (also embedded in the record)
+    outcomes = judgekit.calibrate_suite(loaded, "labels.jsonl", ...)
+
+Names are imported on first use, so ``import judgekit`` (and the CLI) stays fast.
+"""
+
+from importlib import import_module
+from typing import Any
 
 from judgekit._version import __version__
 from judgekit.errors import ConfigError, InputError, JudgekitError
 
-__all__ = ["ConfigError", "InputError", "JudgekitError", "__version__"]
+_LAZY = {
+    "load_suite": "judgekit.suite",
+    "LoadedSuite": "judgekit.suite",
+    "Suite": "judgekit.suite",
+    "GatePolicy": "judgekit.suite",
+    "Rubric": "judgekit.rubric",
+    "load_rubric": "judgekit.rubric",
+    "Trajectory": "judgekit.trajectory",
+    "run_suite": "judgekit.run",
+    "run_suite_async": "judgekit.run",
+    "plan_run": "judgekit.run",
+    "iter_plans": "judgekit.run",
+    "merge": "judgekit.run",
+    "RunPlan": "judgekit.run",
+    "RunOptions": "judgekit.run",
+    "RunRecord": "judgekit.run",
+    "Executor": "judgekit.run",
+    "LocalExecutor": "judgekit.run",
+    "Ledger": "judgekit.run",
+    "read_run": "judgekit.run",
+    "open_run": "judgekit.run",
+    "TrajectoryResult": "judgekit.results",
+    "JudgeVerdict": "judgekit.verdict",
+    "Provenance": "judgekit.verdict",
+    "gate": "judgekit.gate",
+    "GateReport": "judgekit.gate",
+    "calibrate": "judgekit.calibration.calibrate",
+    "calibrate_suite": "judgekit.calibration.calibrate",
+    "ApprovalRecord": "judgekit.calibration.approval",
+    "Axis": "judgekit.axes",
+    "AXES": "judgekit.axes",
+}
+
+__all__ = ["ConfigError", "InputError", "JudgekitError", "__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'judgekit' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -68,51 +68,109 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+class AtomicFile:
+    """A file written in pieces that appears all at once: a temporary file in the same folder,
+    synced, then renamed over ``path`` when the block ends without an error (on an error it is
+    removed, and ``path`` is as it was). A new file gets ``0o666 & ~umask``; a replaced file keeps
+    its permission bits. Failures raise InputError naming the path.
+
+    ``mask_secrets``: every piece is masked (``judgekit._text.redact``) before it is written;
+    pieces are whole lines or documents, so a key is never cut in two between them.
+    """
+
+    def __init__(self, path: str | Path, *, mask_secrets: bool = True):
+        self.path = Path(path)
+        self.mask_secrets = mask_secrets
+        self._handle = None
+        self._tmp: str | None = None
+
+    def __enter__(self) -> AtomicFile:
+        path = self.path
+        if path.resolve() in _protected.get():
+            raise InputError("would overwrite an input of this command: write somewhere else", path)
+        try:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise InputError(f"cannot write: {_nearest_existing(path.parent)} is not a folder", path) from None
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                mode = 0o666 & ~current_umask()
+            else:
+                if stat.S_ISDIR(info.st_mode):
+                    raise InputError("is a folder, expected a file to write", path)
+                if not stat.S_ISREG(info.st_mode):  # never rename over /dev/null or a FIFO
+                    raise InputError("not a regular file (a device, FIFO or socket); cannot replace it", path)
+                mode = stat.S_IMODE(info.st_mode)
+            fd, self._tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
+        self._handle = os.fdopen(fd, "w", encoding="utf-8")
+        try:
+            if hasattr(os, "fchmod"):  # mkstemp made it 0o600
+                os.fchmod(self._handle.fileno(), mode)
+        except BaseException:
+            self._abandon()
+            raise
+        return self
+
+    def write(self, text: str) -> None:
+        try:
+            self._handle.write(redact(text) if self.mask_secrets else text)
+        except OSError as exc:
+            self._abandon()
+            raise InputError(f"cannot write: {exc.strerror or exc}", self.path) from None
+
+    def _abandon(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            except OSError:
+                pass
+            self._handle = None
+        if self._tmp is not None:
+            Path(self._tmp).unlink(missing_ok=True)
+            self._tmp = None
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self._tmp is None:
+            return  # abandoned after a failed write; its error is on its way
+        if kind is not None:
+            self._abandon()
+            return
+        try:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None
+            os.replace(self._tmp, self.path)
+            self._tmp = None
+        except BaseException as error:
+            self._abandon()
+            if isinstance(error, OSError):
+                raise InputError(f"cannot write: {error.strerror or error}", self.path) from None
+            raise
+        fsync_folder(self.path.parent)
+
+
 def write_text_atomically(path: str | Path, text: str, *, mask_secrets: bool = True) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) all at once: a temporary file in the same folder,
-    synced, then renamed over it. A new file gets ``0o666 & ~umask``; a replaced file keeps its
-    permission bits. A failure raises InputError naming the path and leaves no temporary file.
+    """Replace ``path`` with ``text`` (UTF-8) all at once (see ``AtomicFile``).
 
     ``mask_secrets=False`` is for importers only: they copy another tool's records as they are,
     and a secret an agent leaked there is what a safety scan must still find.
     """
-    path = Path(path)
-    if path.resolve() in _protected.get():
-        raise InputError("would overwrite an input of this command: write somewhere else", path)
-    if mask_secrets:
-        text = redact(text)
+    with AtomicFile(path, mask_secrets=mask_secrets) as handle:
+        handle.write(text)
+
+
+def relative_to(path: str | Path, folder: str | Path) -> str:
+    """``path`` relative to ``folder`` (with ``..`` where needed), POSIX separators: paths a
+    record keeps this way compare across machines."""
     try:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise InputError(f"cannot write: {_nearest_existing(path.parent)} is not a folder", path) from None
-        try:
-            info = os.stat(path)
-        except FileNotFoundError:
-            mode = 0o666 & ~current_umask()
-        else:
-            if stat.S_ISDIR(info.st_mode):
-                raise InputError("is a folder, expected a file to write", path)
-            if not stat.S_ISREG(info.st_mode):  # never rename over /dev/null or a FIFO
-                raise InputError("not a regular file (a device, FIFO or socket); cannot replace it", path)
-            mode = stat.S_IMODE(info.st_mode)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            if hasattr(os, "fchmod"):  # mkstemp made it 0o600
-                os.fchmod(handle.fileno(), mode)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
-        raise
-    fsync_folder(path.parent)
+        return Path(os.path.relpath(path, folder)).as_posix()
+    except ValueError:  # another drive (Windows)
+        return str(path)
 
 
 def ensure_writable(path: str | Path) -> None:

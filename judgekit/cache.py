@@ -43,9 +43,10 @@ import os
 import queue
 import sqlite3
 import threading
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import diskcache
 from diskcache.core import DBNAME
@@ -65,16 +66,41 @@ from judgekit._cache_files import (
 )
 from judgekit._io import sha256_json, strict_json_loads
 from judgekit._text import redact
+from judgekit._time import utc_now
 from judgekit.errors import InputError
-from judgekit.verdict import InvalidAnswer, JudgeVerdict, check_answer
+from judgekit.verdict import JudgeVerdict
 
 CACHE_FORMAT_VERSION = 2
 DEFAULT_CACHE_DIR = Path(".judgekit") / "cache"
 MAX_ENTRY_BYTES = 4 * 2**20  # a verdict is a few kB; a bigger row is not judgekit's
+_BATCH = 500  # keys per lookup (SQLite allows 999 parameters in older builds)
 
 
 def cache_key(material: dict[str, Any]) -> str:
     return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
+
+
+class VerdictStore(Protocol):
+    """Where validated verdicts are kept between runs, by cache key. ``VerdictCache`` (SQLite
+    through diskcache, on this machine) is one; a shared service could be another."""
+
+    writable: bool
+
+    def get_many(self, wanted: Sequence[tuple[str, str]]) -> dict[str, JudgeVerdict]:
+        """The stored verdicts of these (key, axis) questions that can be trusted, by key."""
+        ...
+
+    def put_many(self, items: Sequence[tuple[str, JudgeVerdict]]) -> None:
+        """Store scored verdicts, all or none."""
+        ...
+
+    def report(self) -> dict[str, Any]:
+        """What a ledger records of the store: ``directory``, ``withheld`` (verdicts not stored)."""
+        ...
+
+    def close(self) -> None:
+        """Done with the store: release everything it holds."""
+        ...
 
 
 class VerdictCache:
@@ -140,6 +166,33 @@ class VerdictCache:
             self.refused.append((key, str(exc)))
             return None
 
+    def get_many(self, wanted: Sequence[tuple[str, str]]) -> dict[str, JudgeVerdict]:
+        """The verdicts stored for these (key, axis) questions, read in batches; refused entries
+        are left out (and listed in ``refused``)."""
+        axes = dict(wanted)
+        found: dict[str, JudgeVerdict] = {}
+        keys = list(axes)
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start:start + _BATCH]
+            rows = self._rows(
+                "SELECT key, mode, filename, CASE WHEN length(value) <= ? THEN value END, length(value) "
+                f"FROM Cache WHERE raw = 1 AND key IN ({','.join('?' * len(batch))})",
+                (MAX_ENTRY_BYTES, *batch),
+            )
+            for key, mode, filename, value, size in rows:
+                if type(key) is not str or key in found:
+                    continue
+                try:
+                    if size is not None and size > MAX_ENTRY_BYTES:
+                        raise RefusedEntry(f"its value is {size} bytes, more than a verdict ever is")
+                    found[key] = self._decode(key, stored_text(mode, filename, value), axes[key])
+                except RefusedEntry as exc:
+                    self.refused.append((key, str(exc)))
+        return found
+
+    def report(self) -> dict[str, Any]:
+        return {"directory": str(self.directory), "withheld": self.withheld}
+
     def _decode(self, key: str, text: str, axis: str | None) -> JudgeVerdict:
         try:
             payload = strict_json_loads(text)
@@ -155,15 +208,16 @@ class VerdictCache:
         try:
             verdict = JudgeVerdict.model_validate(payload["verdict"])
         except ValidationError as exc:
+            answer = [e for e in exc.errors() if e["loc"][:1] == ("answer",)]
+            if answer and isinstance(payload["verdict"], dict):
+                axis_name = str(payload["verdict"].get("axis"))[:40]
+                raise RefusedEntry(f"its answer does not validate against the {axis_name} answer schema "
+                                   f"({answer[0]['msg'][:300]})") from None
             raise RefusedEntry(f"its verdict is not valid: {str(exc).splitlines()[0]}") from None
         if verdict.status != "scored" or verdict.answer is None:
             raise RefusedEntry("it is not a scored verdict (only those are ever stored)")
         if verdict.provenance.cache_key != key or (axis is not None and verdict.axis != axis):
             raise RefusedEntry("its verdict belongs to another question")
-        try:
-            check_answer(verdict.axis, verdict.answer)
-        except InvalidAnswer as exc:
-            raise RefusedEntry(f"its answer does not validate against the {verdict.axis} answer schema ({exc})") from None
         return verdict
 
     # --- writing ------------------------------------------------------------------------------
@@ -214,7 +268,7 @@ class VerdictCache:
     def prune(self, older_than_days: float) -> int:
         """Remove verdicts created more than ``older_than_days`` ago, and entries that are refused."""
         self._writer()  # a read-only cache can be read, never pruned
-        cutoff = datetime.now(timezone.utc) - timedelta(days=older_than_days)
+        cutoff = utc_now() - timedelta(days=older_than_days)
         stale = []
         rows = "SELECT rowid, key, raw, mode, filename, CASE WHEN length(value) <= ? THEN value END FROM Cache"
         try:
@@ -252,14 +306,14 @@ class VerdictCache:
             raise unreadable(self.directory, str(exc)) from None
         return removed
 
-    def close(self) -> None:
+    def close_thread(self) -> None:
         """Close the calling thread's diskcache connection (diskcache keeps one per thread)."""
         if self._cache is not None:
             self._cache.close()
 
-    def close_all(self) -> None:
+    def close(self) -> None:
         """Close the calling thread's connection and the reading one: the cache is done with."""
-        self.close()
+        self.close_thread()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -268,7 +322,7 @@ class VerdictCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close_all()
+        self.close()
 
 
 def _stats(directory: Path, is_writable: bool, entries: int, foreign: int, size: int) -> dict[str, Any]:
@@ -302,7 +356,7 @@ class CacheWriter:
     then stops the thread.
     """
 
-    def __init__(self, cache: VerdictCache, *, window_s: float = 0.1):
+    def __init__(self, cache: VerdictStore, *, window_s: float = 0.1):
         self.cache = cache
         self.window_s = window_s
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -354,7 +408,9 @@ class CacheWriter:
                 if len(writes) < len(items):
                     return
         finally:
-            self.cache.close()  # the writer thread's own connection; others stay open
+            close_thread = getattr(self.cache, "close_thread", None)
+            if close_thread is not None:
+                close_thread()  # the writer thread's own connection; others stay open
 
     def _commit(self, writes: list[tuple[str, JudgeVerdict, asyncio.Future[None]]]) -> None:
         error: BaseException | None = None

@@ -11,13 +11,16 @@ gating on their own.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit.axes import axis_named
 from judgekit.calibration.approval import ApprovalRecord, JudgeIdentity, find_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
-from judgekit.runner import RunRecord
+from judgekit.results import TrajectoryResult
+from judgekit.suite import GatePolicy
 
 
 class Advisory(BaseModel):
@@ -27,6 +30,14 @@ class Advisory(BaseModel):
     trajectories: int
     reason: str
     command: str = Field(description="What would approve it.")
+
+
+class JudgeCorrection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: str
+    fingerprint: str
+    rate: CorrectedRate
 
 
 class AxisGate(BaseModel):
@@ -41,7 +52,11 @@ class AxisGate(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     advisory: list[Advisory] = Field(default_factory=list, description="Judge verdicts shown but not gating, and why.")
     advisory_value: float | None = Field(None, description="The same figure over advisory judge verdicts.")
-    corrected: CorrectedRate | None = Field(None, description="Approved binary judge: Rogan-Gladen corrected pass rate.")
+    corrected: list[JudgeCorrection] = Field(
+        default_factory=list,
+        description="Approved binary judges: the Rogan-Gladen corrected pass rate of each judge's own verdicts "
+        "(one per rubric and judge: two judges' errors never mix).",
+    )
 
 
 class GateReport(BaseModel):
@@ -49,13 +64,6 @@ class GateReport(BaseModel):
 
     passed: bool
     axes: list[AxisGate]
-
-
-def _approval(calibration_dir: Path, identity: JudgeIdentity, cache: dict) -> ApprovalRecord | None:
-    key = identity.fingerprint
-    if key not in cache:
-        cache[key] = find_approval(calibration_dir, identity.rubric.split("@", 1)[0], key)
-    return cache[key]
 
 
 def _mismatch_reason(provenance) -> str:
@@ -72,73 +80,137 @@ def _advisory_reason(record: ApprovalRecord | None, axis: str) -> str:
     return "the judge was refused: " + "; ".join(record.axes[axis].reasons)
 
 
-def gate(record: RunRecord, *, calibration_dir: Path | None = None, seed: int = 0) -> GateReport:
-    calibration_dir = Path(calibration_dir or record.calibration_dir or "calibration")
-    policy = record.gate
-    approvals: dict[str, ApprovalRecord | None] = {}
-    gating: dict[str, list[float]] = defaultdict(list)
-    advisory_values: dict[str, list[float]] = defaultdict(list)
-    unscored: dict[str, int] = defaultdict(int)
-    advisory: dict[tuple[str, str, str, bool], int] = defaultdict(int)  # (axis, rubric, reason, mismatch)
-    calib_pairs: dict[str, list[tuple[bool, bool]]] = {}
-    judge_binary: dict[str, list[bool]] = defaultdict(list)
-    errors: dict[str, int] = defaultdict(int)
-    for result in record.results:
-        for axis, res in result.axes.items():
+class _Mean:
+    """A running mean: a gate over a million results holds two numbers per figure, not a list."""
+
+    __slots__ = ("n", "total")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0.0
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        self.total += value
+
+    @property
+    def value(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+
+class Gate:
+    """The gate, fed one result at a time (``add``), decided at the end (``report``).
+
+    Deterministic axes always gate. A judge's verdict gates only when an approval record
+    matches its fingerprint, its axis was approved and (unless the suite allows it) the API
+    reported the pinned model; otherwise it is advisory, and what still gates of it is what the
+    axis table says (task success: its deterministic checks).
+    """
+
+    def __init__(self, policy: GatePolicy, calibration_dir: Path, *, seed: int = 0):
+        self.policy = policy
+        self.calibration_dir = Path(calibration_dir)
+        self.seed = seed
+        self._approvals: dict[str, ApprovalRecord | None] = {}
+        self._gating: dict[str, _Mean] = defaultdict(_Mean)
+        self._advisory_values: dict[str, _Mean] = defaultdict(_Mean)
+        self._unscored: dict[str, int] = defaultdict(int)
+        self._advisory: dict[tuple[str, str, str, bool], int] = defaultdict(int)  # (axis, rubric, reason, mismatch)
+        # (axis, rubric, fingerprint) -> the approved judge's own pass/fail verdicts, and its calibration pairs
+        self._judge_binary: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+        self._calib_pairs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = {}
+        self._errors: dict[str, int] = defaultdict(int)
+        self._axes: set[str] = set()
+
+    def _approval(self, identity: JudgeIdentity) -> ApprovalRecord | None:
+        key = identity.fingerprint
+        if key not in self._approvals:
+            self._approvals[key] = find_approval(self.calibration_dir, identity.rubric.split("@", 1)[0], key)
+        return self._approvals[key]
+
+    def approval_of(self, identity: JudgeIdentity) -> ApprovalRecord | None:
+        """The approval record matching this judge's fingerprint, if any (read once per gate)."""
+        return self._approval(identity)
+
+    def add(self, result: TrajectoryResult) -> None:
+        for name, res in result.axes.items():
+            axis = axis_named(name)
+            self._axes.add(name)
             if res.status == "error":
-                errors[axis] += 1  # bad input: the run is not a measurement of this axis
+                self._errors[name] += 1  # bad input: the run is not a measurement of this axis
                 continue
             if res.judge is None:  # deterministic: always gates
-                gating[axis].append(float(res.passed) if axis == "task_success" else res.score)
+                self._gating[name].add(axis.value(res))
                 continue
             identity = JudgeIdentity.of(res.judge)
-            approval = _approval(calibration_dir, identity, approvals)
-            mismatch = res.judge.model_mismatch and not policy.allow_model_mismatch
-            if approval is not None and approval.approved(axis) and not mismatch:
+            approval = self._approval(identity)
+            mismatch = res.judge.model_mismatch and not self.policy.allow_model_mismatch
+            if approval is not None and approval.approved(name) and not mismatch:
                 if res.status == "unscored":
-                    unscored[axis] += 1
+                    self._unscored[name] += 1
                     continue
-                value = float(res.passed) if axis == "task_success" else res.score
-                gating[axis].append(value)
-                if axis == "task_success":
-                    judge_check = next(c for c in res.checks if c.source == "judge")
-                    judge_binary[axis].append(judge_check.passed)
-                    calib_pairs[axis] = approval.axes[axis].pairs
+                self._gating[name].add(axis.value(res))
+                if axis.binary:
+                    key = (name, result.rubric, identity.fingerprint)
+                    self._judge_binary[key].append(bool(axis.judge_value(res)))
+                    self._calib_pairs[key] = approval.axes[name].pairs
                 continue
-            reason = _mismatch_reason(res.judge) if mismatch else _advisory_reason(approval, axis)
-            advisory[(axis, result.rubric, reason, mismatch)] += 1
+            reason = _mismatch_reason(res.judge) if mismatch else _advisory_reason(approval, name)
+            self._advisory[(name, result.rubric, reason, mismatch)] += 1
             if res.status == "scored":
-                advisory_values[axis].append(float(res.passed) if axis == "task_success" else res.score)
-            if axis == "task_success":  # the deterministic checks still gate
-                gating[axis].append(float(all(c.passed for c in res.checks if c.source == "deterministic")))
+                self._advisory_values[name].add(axis.value(res))
+            if axis.fallback_value is not None:
+                fallback = axis.fallback_value(res)
+                if fallback is not None:
+                    self._gating[name].add(fallback)
 
-    axes_out = []
-    for axis in sorted(set(gating) | set(advisory_values) | {a for a, _, _, _ in advisory} | set(unscored) | set(errors)):
-        values = gating.get(axis, [])
-        minimum = policy.minimum(axis)
-        value = sum(values) / len(values) if values else None
-        reasons = []
-        if value is not None and value < minimum:
-            what = "pass rate" if axis == "task_success" else "mean score"
-            reasons.append(f"{what} {value:.3f} is below {minimum}")
-        if errors[axis]:
-            reasons.append(f"{errors[axis]} trajectories could not be scored (input errors; see the run's output)")
-        judged = len(values) + unscored[axis]
-        if unscored[axis] and unscored[axis] / judged > policy.max_unscored_rate:
-            reasons.append(f"{unscored[axis]} of {judged} gating judge verdicts are unscored (max rate {policy.max_unscored_rate})")
-        adv = [
-            Advisory(rubric=rubric, trajectories=n, reason=reason,
-                     command="pin the model the API reports in the suite's judge, or set gate.allow_model_mismatch: true"
-                     if mismatch else f"judgekit calibrate SUITE --labels {calibration_dir}/{rubric.split('@')[0]}/labels.jsonl")
-            for (a, rubric, reason, mismatch), n in sorted(advisory.items()) if a == axis
-        ]
-        adv_values = advisory_values.get(axis, [])
-        corrected = None
-        if axis in judge_binary and judge_binary[axis]:
-            corrected = corrected_pass_rate(judge_binary[axis], calib_pairs[axis], seed=seed)
-        axes_out.append(AxisGate(
-            axis=axis, gating_n=len(values), value=value, minimum=minimum, unscored=unscored[axis],
-            passed=not reasons, reasons=reasons, advisory=adv,
-            advisory_value=sum(adv_values) / len(adv_values) if adv_values else None, corrected=corrected,
-        ))
-    return GateReport(passed=all(a.passed for a in axes_out), axes=axes_out)
+    def report(self) -> GateReport:
+        policy = self.policy
+        axes_out = []
+        for name in sorted(self._axes):
+            axis = axis_named(name)
+            gating = self._gating[name]
+            minimum = axis.gate_minimum(policy)
+            value = gating.value
+            reasons = []
+            if value is not None and value < minimum:
+                reasons.append(f"{axis.figure} {value:.3f} is below {minimum}")
+            if self._errors[name]:
+                reasons.append(f"{self._errors[name]} trajectories could not be scored (input errors; see the run's output)")
+            unscored = self._unscored[name]
+            judged = gating.n + unscored
+            if unscored and unscored / judged > policy.max_unscored_rate:
+                reasons.append(f"{unscored} of {judged} gating judge verdicts are unscored (max rate {policy.max_unscored_rate})")
+            adv = [
+                Advisory(rubric=rubric, trajectories=n, reason=reason,
+                         command="pin the model the API reports in the suite's judge, or set gate.allow_model_mismatch: true"
+                         if mismatch else f"judgekit calibrate SUITE --labels {self.calibration_dir}/{rubric.split('@')[0]}/labels.jsonl")
+                for (a, rubric, reason, mismatch), n in sorted(self._advisory.items()) if a == name
+            ]
+            corrected = [
+                JudgeCorrection(rubric=rubric, fingerprint=fingerprint,
+                                rate=corrected_pass_rate(verdicts, self._calib_pairs[(a, rubric, fingerprint)], seed=self.seed))
+                for (a, rubric, fingerprint), verdicts in sorted(self._judge_binary.items()) if a == name and verdicts
+            ]
+            axes_out.append(AxisGate(
+                axis=name, gating_n=gating.n, value=value, minimum=minimum, unscored=unscored,
+                passed=not reasons, reasons=reasons, advisory=adv,
+                advisory_value=self._advisory_values[name].value, corrected=corrected,
+            ))
+        return GateReport(passed=all(a.passed for a in axes_out), axes=axes_out)
+
+
+def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibration_dir: Path, *,
+                 seed: int = 0) -> GateReport:
+    """The gate over ``results`` (any iterable: a run record's, streamed from its file)."""
+    accumulator = Gate(policy, calibration_dir, seed=seed)
+    for result in results:
+        accumulator.add(result)
+    return accumulator.report()
+
+
+def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateReport:
+    """The gate of a run record: a ``judgekit.run.RunRecord``, or a stream from ``open_run``
+    (its results are read once, as they come). ``calibration_dir`` defaults to the suite's."""
+    calibration_dir = Path(calibration_dir or record.calibration_path())
+    return gate_results(record.results, record.gate, calibration_dir, seed=seed)

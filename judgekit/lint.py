@@ -15,7 +15,8 @@ import yaml
 
 from judgekit._documents import compose, find_node
 from judgekit._io import read_text
-from judgekit.rubric import AXES, Rubric, load_rubric
+from judgekit.axes import axes_of
+from judgekit.rubric import Rubric, load_rubric
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 VERSION_BOUND: list[tuple[str, re.Pattern[str]]] = [
@@ -87,10 +88,9 @@ def _key_line(tree: yaml.Node | None, key: str) -> int | None:
 def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None, source: str = "") -> list[Finding]:
     findings: list[Finding] = []
     lines = source.splitlines()
-    for axis in AXES:
-        criteria = getattr(rubric, axis)
-        if criteria is None:
-            continue
+    for spec in axes_of(rubric):
+        axis = spec.name
+        criteria = spec.criteria(rubric)
         node = find_node(tree, (axis, "guide"))
         axis_line = _key_line(tree, axis)
         guide = criteria.guide
@@ -105,18 +105,8 @@ def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None, sourc
             findings.append(
                 Finding(path, _line_of(node, match.group(0), lines), "unmeasurable", f"{axis} guide says {match.group(0)!r}: say what is checked and what passes")
             )
-        findings.extend(Finding(path, axis_line, "empty-criteria", message) for message in _empty_criteria(axis, criteria))
+        findings.extend(Finding(path, axis_line, "empty-criteria", message) for message in spec.empty(criteria))
     return findings
-
-
-def _empty_criteria(axis: str, criteria) -> list[str]:
-    if axis == "task_success":
-        checks = (criteria.preconditions, criteria.postconditions, criteria.side_effects, criteria.max_latency_s, criteria.required_outputs)
-        if not any(check not in (None, []) for check in checks):
-            return ["task_success has no check (no pre/postcondition, side_effects, max_latency_s or required_outputs): it would pass everything"]
-    if axis == "tool_correctness" and not criteria.expected_calls and not criteria.forbidden.tools and not criteria.forbidden.effects:
-        return ["tool_correctness expects no call and forbids nothing: it measures only the call count"]
-    return []
 
 
 def lint_file(path: Path) -> list[Finding]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -102,32 +103,48 @@ def _block(name: str, items: list[tuple[str, str]], nonce: str) -> str:
     return "\n".join(lines)
 
 
+Section = tuple[str, str, list[tuple[str, str]]]
+"""One block of a prompt: (title, block name, [(item id, text)])."""
+
+
+def task_success_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
+    """The end-state diff (and, when asked, the agent's output): task success reads the world."""
+    diff_lines = render_text(diff, max_chars=DIFF_MAX_CHARS).splitlines() if diff is not None else ["(no world snapshots)"]
+    sections: list[Section] = [("End-state diff", "diff", [(f"D{i}", line) for i, line in enumerate(diff_lines)])]
+    if show_output:
+        sections.append(("Agent output (its own claims; judge the world, not the wording)", "output", [("O", trajectory.output)]))
+    return sections
+
+
+def faithfulness_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
+    """Every call (what was sent, what came back), the context, and the output whose claims are checked."""
+    calls = [item for i, call in enumerate(trajectory.calls)
+             for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", evidence.items[f"R{i}"]))]
+    return [
+        ("Tool calls (A: what the agent sent) and results (R: what the tool returned)", "tool_results", calls),
+        ("Context", "context", [(k, v) for k, v in evidence.items.items() if k.startswith("C")]),
+        ("Agent output (the claims to check)", "output", [("O", trajectory.output)]),
+    ]
+
+
 def build_prompt(
     axis: str,
     guide: str,
     trajectory: Trajectory,
-    diff: Diff | None,
+    sections_of: Callable[[Trajectory, Evidence, Diff | None, bool], list[Section]],
     *,
+    diff: Diff | None = None,
     show_output: bool = False,
     min_quote_chars: int = 8,
 ) -> Prompt:
-    """Build the judge prompt for one axis from named sections."""
+    """The judge prompt for one axis: the task, then the axis's own sections (``sections_of``,
+    from the axis table), under the template's instructions for that axis."""
     parts, digest = _template()
-    sections: list[tuple[str, str, list[tuple[str, str]]]] = [("Task", "task", [("P", trajectory.prompt)])]
+    if axis not in parts:
+        raise ValueError(f"the prompt template has no instructions for axis {axis!r}")
     evidence = evidence_for(trajectory)
-    if axis == "task_success":
-        diff_lines = render_text(diff, max_chars=DIFF_MAX_CHARS).splitlines() if diff is not None else ["(no world snapshots)"]
-        sections.append(("End-state diff", "diff", [(f"D{i}", line) for i, line in enumerate(diff_lines)]))
-        if show_output:
-            sections.append(("Agent output (its own claims; judge the world, not the wording)", "output", [("O", trajectory.output)]))
-    elif axis == "faithfulness":
-        calls = [item for i, call in enumerate(trajectory.calls)
-                 for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", evidence.items[f"R{i}"]))]
-        sections.append(("Tool calls (A: what the agent sent) and results (R: what the tool returned)", "tool_results", calls))
-        sections.append(("Context", "context", [(k, v) for k, v in evidence.items.items() if k.startswith("C")]))
-        sections.append(("Agent output (the claims to check)", "output", [("O", trajectory.output)]))
-    else:
-        raise ValueError(f"no judge prompt for axis {axis!r}")
+    sections: list[Section] = [("Task", "task", [("P", trajectory.prompt)])]
+    sections += sections_of(trajectory, evidence, diff, show_output)
     # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
     nonce = sha256_json([s[2] for s in sections])[:16]
     body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError
+from pydantic_core import core_schema
 
 from judgekit.verdict import Provenance, UnscoredReason
 
@@ -108,6 +109,52 @@ class FaithfulnessResult(_AxisResultBase):
 AxisResult = Annotated[
     TaskSuccessResult | ToolCorrectnessResult | FaithfulnessResult, Field(discriminator="axis")
 ]
+"""The built-in axes' results (the exported schema shows these)."""
+
+AxisResultBase = _AxisResultBase
+
+_RESULT_MODELS: dict[str, type[_AxisResultBase]] = {}
+"""Axis -> its result model; filled by the axis table (``judgekit.axes``)."""
+
+
+def register_result(axis: str, model: type[_AxisResultBase]) -> None:
+    _RESULT_MODELS[axis] = model
+
+
+class _AxisResults:
+    """``TrajectoryResult.axes``: axis name -> result, each read with the model the axis table
+    names for it (a result filed under another axis's name is refused: it would gate under the
+    wrong rule)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        shown = handler.generate_schema(dict[str, AxisResult])
+        return core_schema.no_info_plain_validator_function(
+            _read_axes, json_schema_input_schema=shown
+        )  # serialised as each result's own model
+
+
+def _read_axes(value: Any) -> dict[str, _AxisResultBase]:
+    if not isinstance(value, dict):
+        raise ValueError("axes must be an object: axis name -> result")
+    axes: dict[str, _AxisResultBase] = {}
+    for name, item in value.items():
+        model = _RESULT_MODELS.get(name)
+        if model is None:
+            raise ValueError(f"axes: {str(name)[:60]!r} is not an axis judgekit knows")
+        if isinstance(item, _AxisResultBase):
+            result = item
+        else:
+            try:
+                result = model.model_validate(item)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                raise ValueError(f"axes.{name}{'.' + where if where else ''}: {first['msg']}") from None
+        if getattr(result, "axis", None) != name:
+            raise ValueError(f"axes: {name!r} holds a {getattr(result, 'axis', type(result).__name__)} result")
+        axes[name] = result
+    return axes
 
 
 class TrajectoryResult(_Strict):
@@ -118,14 +165,5 @@ class TrajectoryResult(_Strict):
     rubric: str = Field(description="id@version of the rubric applied.")
     rubric_sha256: str = Field(description="Canonical hash of that rubric.")
     source: str = Field(description="file:line the trajectory was read from.")
-    axes: dict[str, AxisResult] = Field(default_factory=dict, description="Axis name -> its result.")
+    axes: _AxisResults = Field(default_factory=dict, description="Axis name -> its result.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="The trajectory's metadata, as given.")
-
-    @model_validator(mode="after")
-    def _axes_named_by_their_results(self) -> TrajectoryResult:
-        # A run record read back (gate, label --verdicts) may be hand-made: an axis filed under
-        # another name would gate under the wrong rule.
-        for name, result in self.axes.items():
-            if name != result.axis:
-                raise ValueError(f"axes: {name!r} holds a {result.axis} result")
-        return self

@@ -247,15 +247,6 @@ class Rubric(_Strict):
     def axes(self) -> list[str]:
         return [axis for axis in AXES if getattr(self, axis) is not None]
 
-    def judged_axes(self) -> list[str]:
-        """Axes a judge scores: faithfulness always, task success in judge mode."""
-        axes = []
-        if self.task_success is not None and self.task_success.judge:
-            axes.append("task_success")
-        if self.faithfulness is not None:
-            axes.append("faithfulness")
-        return axes
-
     def canonical(self) -> dict[str, Any]:
         """The canonical content: defaults left out, so adding an optional field to the format
         later does not change the hash of rubrics that do not use it."""

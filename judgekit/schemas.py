@@ -1,4 +1,7 @@
-"""JSON Schemas of every file format, generated from the pydantic models.
+"""JSON Schemas of every file format, generated from the pydantic models: the one registry.
+
+A name is here when judgekit reads or writes that JSON (a file, a JSON Lines record, or JSON
+printed for other tools, such as ``judgekit agreement --json``); ``judgekit schema NAME`` prints it.
 
 The committed copies under ``schemas/`` at the repository root (for editors: a rubric may
 start with ``$schema: ../schemas/rubric.schema.json``) are checked against these by the test
@@ -10,18 +13,21 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# name -> "module:Model"; import is deferred so the CLI starts fast.
+# name -> "module:Model"; import is deferred so the CLI starts fast. Not here: models that are only
+# printed as text (the gate report and its corrected pass rate).
 _MODELS = {
     "trajectory": "judgekit.trajectory:Trajectory",
     "rubric": "judgekit.rubric:Rubric",
     "suite": "judgekit.suite:Suite",
     "diff": "judgekit.diff:Diff",
     "result": "judgekit.results:TrajectoryResult",
-    "run": "judgekit.runner:RunRecord",
+    "run": "judgekit.run.record:RunLine",
     "lock": "judgekit.lock:LockFile",
     "labels": "judgekit.calibration.labels:Label",
     "verdicts": "judgekit.calibration.verdicts:JudgeVerdictRecord",
     "approval": "judgekit.calibration.approval:ApprovalRecord",
+    # `agreement --json` prints one; `calibrate --out` writes {rubric id@version: one}.
+    "agreement-report": "judgekit.calibration.agreement:AgreementReport",
     "judge-verdict": "judgekit.verdict:JudgeVerdict",
 }
 SCHEMA_NAMES = tuple(_MODELS)

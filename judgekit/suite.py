@@ -80,10 +80,6 @@ class GatePolicy(BaseModel):
         "verdicts are advisory, with the reported model named.",
     )
 
-    def minimum(self, axis: str) -> float:
-        return {"task_success": self.min_task_success_rate, "tool_correctness": self.min_tool_correctness,
-                "faithfulness": self.min_faithfulness}[axis]
-
 
 class Suite(BaseModel):
     """A fixed set of trajectories and the rubrics they are scored against."""

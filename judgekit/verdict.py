@@ -10,9 +10,9 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_serializer, field_validator
 
-from judgekit._io import sha256_json, strict_json_loads
+from judgekit._io import strict_json_loads
 
 VERDICT_FORMAT_VERSION = 1
 ANSWER_MAX_DEPTH = 8  # the answer schemas nest 5 deep; anything deeper is not an answer
@@ -56,26 +56,36 @@ class FaithfulnessAnswer(_Answer):
     claims: list[Claim] = Field(max_length=30, description="Every atomic claim in the output.")
 
 
-# Length limits bound what a judge may write, so a constrained decoder always closes the JSON.
-ANSWERS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "faithfulness": FaithfulnessAnswer}
-ANSWER_SCHEMAS: dict[str, dict[str, Any]] = {axis: model.model_json_schema() for axis, model in ANSWERS.items()}
-ANSWER_SCHEMA_SHA256: dict[str, str] = {axis: sha256_json(schema) for axis, schema in ANSWER_SCHEMAS.items()}
-
-
 class InvalidAnswer(ValueError):
     """A judge answer (fresh or from the cache) that is not valid JSON in the axis's schema."""
 
 
-def check_answer(axis: str, data: Any) -> dict[str, Any]:
-    """``data`` if it is a valid answer for ``axis`` exactly as given (strict: no coercion)."""
+_ANSWER_MODELS: dict[str, type[_Answer]] = {}
+"""Axis -> the model of its judge's answer; filled by the axis table (``judgekit.axes``)."""
+
+
+def register_answer(axis: str, model: type[_Answer]) -> None:
+    _ANSWER_MODELS[axis] = model
+
+
+def answer_model(axis: str) -> type[_Answer]:
     try:
-        ANSWERS[axis].model_validate(data)
+        return _ANSWER_MODELS[axis]
+    except KeyError:
+        raise InvalidAnswer(f"no judge answers on axis {axis!r}") from None
+
+
+def check_answer(model: type[_Answer], data: Any) -> _Answer:
+    """``data`` as a valid ``model`` answer, exactly as given (strict: no coercion)."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
     except ValidationError as exc:
         raise InvalidAnswer(f"ValidationError: {str(exc)[:300]}") from None
-    return data
 
 
-def parse_answer(axis: str, text: str | None) -> dict[str, Any]:
+def parse_answer(model: type[_Answer], text: str | None) -> _Answer:
     """A reply's text as a valid answer, parsed as strictly as input files are (duplicate keys,
     NaN and Infinity, lone surrogates and deep nesting refused); InvalidAnswer otherwise."""
     try:
@@ -84,7 +94,7 @@ def parse_answer(axis: str, text: str | None) -> dict[str, Any]:
         raise InvalidAnswer(f"JSONDecodeError: {exc.msg} (column {exc.colno})") from None
     except ValueError as exc:
         raise InvalidAnswer(f"invalid JSON: {exc}") from None
-    return check_answer(axis, data)
+    return check_answer(model, data)
 
 
 class Provenance(BaseModel):
@@ -121,14 +131,34 @@ class Provenance(BaseModel):
 
 
 class JudgeVerdict(BaseModel):
-    """One judge verdict, validated, or unscored with a reason."""
+    """One judge verdict: its answer typed and validated against the axis's answer model, or
+    unscored with a reason."""
 
     model_config = ConfigDict(extra="forbid")
 
     format_version: Literal[1] = VERDICT_FORMAT_VERSION
-    axis: Literal["task_success", "faithfulness"]
+    axis: str = Field(description="The axis judged (one the axis table says a judge answers).")
     status: Literal["scored", "unscored"]
     unscored_reason: UnscoredReason | None = None
     detail: str | None = Field(None, description="What went wrong, for unscored verdicts.")
-    answer: dict[str, Any] | None = Field(None, description="The validated answer.")
+    answer: _Answer | None = Field(None, description="The validated answer.")
     provenance: Provenance
+
+    @field_validator("axis")
+    @classmethod
+    def _judged_axis(cls, axis: str) -> str:
+        answer_model(axis)  # raises for an axis no judge answers
+        return axis
+
+    @field_validator("answer", mode="plain", json_schema_input_type=TaskSuccessAnswer | FaithfulnessAnswer | None)
+    @classmethod
+    def _typed_answer(cls, value: Any, info: ValidationInfo) -> _Answer | None:
+        if value is None:
+            return None
+        if "axis" not in info.data:
+            raise ValueError("no valid axis to read the answer for")
+        return check_answer(answer_model(info.data["axis"]), value)
+
+    @field_serializer("answer")
+    def _dump_answer(self, answer: _Answer | None) -> dict[str, Any] | None:
+        return None if answer is None else answer.model_dump(mode="json")

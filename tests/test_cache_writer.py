@@ -26,10 +26,11 @@ import pytest
 
 from judgekit.cache import CacheWriter, VerdictCache
 from judgekit.judge.backend import LitellmBackend
-from judgekit.judge.jobs import JudgeJob, JudgeRunner, ResolvedJudge
 from judgekit.judge.spec import JudgeSpec
-from judgekit.prompt import build_prompt
+from judgekit.judge.target import JudgeTarget
+from judgekit.prompt import build_prompt, faithfulness_sections
 from judgekit.rubric import FaithfulnessCriteria, Rubric
+from judgekit.run.judging import JudgeJob, JudgeRunner
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory
 from judgekit.verdict import JudgeVerdict, Provenance
@@ -150,9 +151,9 @@ def job(seats: int, base_url: str) -> JudgeJob:
         "calls": [{"tool": "get_account", "args": {"id": 1}, "result": {"seats": seats}}],
         "output": f"The account has {seats} seats.",
     })
-    judge = ResolvedJudge(spec=JudgeSpec(model=MODEL), litellm_model=MODEL, model_pin=MODEL,
-                          api_base=base_url, api_key="not-needed")
-    return JudgeJob(rubric, "faithfulness", build_prompt("faithfulness", rubric.faithfulness.guide, trajectory, None), judge)
+    judge = JudgeTarget(spec=JudgeSpec(model=MODEL), litellm_model=MODEL, model_pin=MODEL, api_base=base_url)
+    prompt = build_prompt("faithfulness", rubric.faithfulness.guide, trajectory, faithfulness_sections)
+    return JudgeJob(rubric, "faithfulness", prompt, judge)
 
 
 def test_each_distinct_question_is_asked_once_and_stored_before_run_returns(tmp_path):

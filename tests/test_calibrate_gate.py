@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +79,7 @@ def run_and_gate(project: Path, server) -> tuple[object, dict]:
     out = project / "run.json"
     result = cli(project, "run", str(project / "examples/email-update"), "--out", str(out), "--gate",
                  "--cache-dir", str(project / "cache"), *judge_args(server))
-    return result, json.loads(out.read_text())
+    return result, read_run(out).model_dump(mode="json")
 
 
 def test_an_agreeing_judge_is_approved_and_gates(project):

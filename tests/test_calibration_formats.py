@@ -9,7 +9,13 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from judgekit.calibration import JudgeVerdictRecord, Label, load_labels, load_verdicts, schemas
+from judgekit.calibration import (
+    JudgeVerdictRecord,
+    Label,
+    load_labels,
+    load_verdicts,
+    schemas,
+)
 from judgekit.errors import InputError
 
 WHEN = "2025-03-02T10:00:00Z"

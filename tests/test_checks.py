@@ -21,7 +21,7 @@ from judgekit.checks.task_success import score_task_success
 from judgekit.checks.tool_correctness import score_tool_correctness
 from judgekit.checks.world_state import WorldState
 from judgekit.rubric import Rubric, TaskSuccessCriteria, ToolCorrectnessCriteria
-from judgekit.runner import score_deterministic
+from judgekit.run import score_deterministic
 from judgekit.trajectory import LoadedTrajectory, Trajectory
 
 GUIDE = "Checks listed below decide the outcome of this axis."
@@ -93,6 +93,9 @@ SQLITE_PREDICATES = [
     pytest.param({"check": "count", "collection": "users", "op": ">=", "value": 4}, False, "expected >= 4", id="count_at_least_fail"),
     pytest.param({"check": "count", "collection": "users", "where": {"tier": "gold"}, "op": "<", "value": 3}, True, "2 record(s)", id="count_less_than_with_where"),
     pytest.param({"check": "count", "collection": "users", "where": {"tier": "bronze"}, "op": "!=", "value": 0}, False, "0 record(s)", id="count_not_equal_fail"),
+    pytest.param({"check": "exists", "collection": "users", "where": {"balance": 10}}, True, "1 record(s)", id="where_int_selects_a_real"),
+    pytest.param({"check": "absent", "collection": "users", "where": {"active": True}}, True, "0 record(s)", id="where_true_selects_no_1"),
+    pytest.param({"check": "count", "collection": "users", "where": {"active": 1.0}, "value": 2}, True, "2 record(s)", id="where_float_selects_an_integer"),
 ]
 
 
@@ -168,6 +171,29 @@ def test_postcondition_on_json(tmp_path, source, predicate, passed):
     item = loaded(tmp_path, world)
     result = score_task_success(task(postconditions=[predicate]), item.trajectory, WorldState(item))
     assert result.passed is passed
+
+
+NESTED = {"r": [{"id": 1, "tags": [True, {"n": 0}]}]}
+
+
+@pytest.mark.parametrize(
+    ("value", "passed"),
+    [
+        pytest.param([True, {"n": 0}], True, id="same_value"),
+        pytest.param([True, {"n": 0.0}], True, id="nested_int_equals_float"),
+        # Changed on purpose (both passed): the bool check looked at the top level only, so
+        # Python's True == 1 and False == 0 decided one level down. Now json_equal decides.
+        pytest.param([1, {"n": 0}], False, id="nested_true_is_not_1"),
+        pytest.param([True, {"n": False}], False, id="nested_0_is_not_false"),
+    ],
+)
+def test_equals_compares_nested_values_as_json(tmp_path, value, passed):
+    item = loaded(tmp_path, {"before": {"json": NESTED}, "after": {"json": NESTED}})
+    predicate = {"check": "equals", "collection": "/r", "where": {"id": 1}, "field": "tags", "value": value}
+    result = score_task_success(task(postconditions=[predicate]), item.trajectory, WorldState(item))
+    assert result.passed is passed
+    where = {"check": "exists", "collection": "/r", "where": {"tags": value}}
+    assert score_task_success(task(postconditions=[where]), item.trajectory, WorldState(item)).passed is passed
 
 
 # --- side effects -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from judgekit.cli import main
-from judgekit.runner import RunRecord
+from judgekit.run.record import read_run
 
 RUBRIC = """\
 id: change-email
@@ -139,7 +139,7 @@ def test_run_jsonl_prints_one_object_per_trajectory(suite):
         "t-deleted": ("change-email@1.0.0", False, 0.0, 0.6, 3, 5),
     }
     assert [row["trajectory_id"] for row in rows] == ["t-good", "t-typo", "t-deleted"]  # suite order
-    assert rows[0]["source"] == f"{suite.parent / 'runs.jsonl'}:1"
+    assert rows[0]["source"] == "runs.jsonl:1"  # relative to the suite's folder: records compare across machines
     assert rows[0]["metadata"] == {"model": "m"}
     failed = {c["check"]: c["reason"] for c in rows[2]["axes"]["task_success"]["checks"] if not c["passed"]}
     assert failed == {"side_effects": "1 change(s) not allowed: remove users/2"}
@@ -149,15 +149,18 @@ def test_run_out_writes_a_run_record(suite, tmp_path):
     out = tmp_path / "reports" / "run.json"
     result = cli("run", suite, "--out", out)
     assert result.exit_code == 0, result.output
-    record = RunRecord.model_validate_json(out.read_text(encoding="utf-8"))
-    assert (record.suite, record.suite_path) == ("emails", str(suite))
+    record = read_run(out)
+    assert (record.suite, Path(record.suite_file).resolve()) == ("emails", suite.resolve())
     assert [r.trajectory_id for r in record.results] == ["t-good", "t-typo", "t-deleted"]
     ts = record.summary["task_success"]
     assert (ts.scored, ts.errors, ts.passed, ts.mean_score) == (3, 0, 1, round(1 / 3, 6))
     assert record.summary["tool_correctness"].mean_score == pytest.approx(0.8)
-    assert set(record.rubrics) == {"change-email@1.0.0"} and len(record.rubrics["change-email@1.0.0"]["sha256"]) == 64
+    assert set(record.rubrics) == {"change-email@1.0.0"} and len(record.rubrics["change-email@1.0.0"].sha256) == 64
     schema = json.loads(cli("schema", "run").stdout)
-    Draft202012Validator(schema).validate(json.loads(out.read_text(encoding="utf-8")))
+    lines = out.read_text(encoding="utf-8").splitlines()
+    for line in lines:  # every line of the record (header, results, footer) is valid against the schema
+        Draft202012Validator(schema).validate(json.loads(line))
+    assert [next(iter(json.loads(line))) for line in (lines[0], lines[-1])] == ["header", "footer"]
 
 
 def test_run_accepts_the_folder_holding_suite_yaml(suite):
@@ -255,7 +258,7 @@ def test_bad_snapshots_are_recorded_as_axis_errors_one_line_each(suite):
     assert len(errors) == 2
     assert errors[0] == f"judgekit: error: t-missing task_success: {folder / 'db' / 'nowhere.db'}: file not found"
     assert errors[1].startswith(f"judgekit: error: t-text task_success: {folder / 'db' / 'notes.txt'}: not a SQLite database")
-    record = RunRecord.model_validate_json(out.read_text(encoding="utf-8"))  # the record is still written
+    record = read_run(out)  # the record is still written
     assert record.summary["task_success"].errors == 2 and record.summary["task_success"].scored == 1
 
 
@@ -279,7 +282,9 @@ def test_schema_prints_a_valid_json_schema(name):
     schema = json.loads(result.stdout)
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert "format_version" in schema["properties"]
+    # A run record is JSON Lines whose first line, the header, carries the format version.
+    properties = schema["$defs"]["RunHeader"]["properties"] if name == "run" else schema["properties"]
+    assert "format_version" in properties
 
 
 def test_trajectory_schema_validates_a_real_trajectory_line_and_rejects_a_bad_one(suite):

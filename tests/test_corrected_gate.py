@@ -14,6 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 RUBRIC = """\
@@ -74,7 +75,7 @@ def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
     corrected, low, high, observed = map(float, match.groups())
     judge_passes = sum(
         next(c for c in r["axes"]["task_success"]["checks"] if c["source"] == "judge")["passed"]
-        for r in json.loads((tmp_path / "run.json").read_text())["results"]
+        for r in read_run(tmp_path / "run.json").model_dump(mode="json")["results"]
     )
     assert observed == round(judge_passes / 40, 3)
     assert 0 <= low <= corrected <= high <= 1

@@ -28,11 +28,12 @@ import pytest
 import yaml
 
 from judgekit._io import canonical_json
+from judgekit.axes import axis_named, judged_axes
 from judgekit.checks.world_state import WorldState
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
-from judgekit.runner import iter_trajectories_of
-from judgekit.scoring import RunOptions, prompt_for, score_suite
+from judgekit.run import RunOptions, run_suite
+from judgekit.run.plan import iter_trajectories_of
 from judgekit.suite import load_suite
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
@@ -125,8 +126,8 @@ def expected_jobs(suite: Path) -> dict[tuple[str, str], str]:
     loaded = load_suite(suite)
     jobs = {}
     for rubric, item in iter_trajectories_of(loaded):
-        for axis in rubric.judged_axes():
-            prompt = prompt_for(rubric, axis, item, WorldState(item), False)
+        for axis in [a.name for a in judged_axes(rubric)]:
+            prompt = axis_named(axis).prompt(rubric, item, WorldState(item), False)
             jobs[(item.trajectory.id, axis)] = messages_hash(prompt.messages)
     return jobs
 
@@ -249,14 +250,15 @@ def run_with_faults(tmp_path: Path, *, transient: bool):
     script = FaultyJudge(salt, transient=transient)
     with ScriptedOpenAIServer(script) as server:
         started = time.monotonic()
-        results, ledger = score_suite(
+        record = run_suite(
             load_suite(suite),
-            RunOptions(
+            options=RunOptions(
                 override=JudgeOverride(api_base=server.base_url),
                 cache_dir=tmp_path / "cache",
                 backend=LitellmBackend(sleep=sleep),
             ),
         )
+        results, ledger = record.results, record.ledger
         wall = time.monotonic() - started
         per_hash = Counter(messages_hash(r["messages"]) for r in server.requests)
         by_kind = server.request_count_by_kind
@@ -351,9 +353,9 @@ def test_wrongly_typed_supported_flag_is_a_parse_failure(tmp_path, warm_litellm,
         return Reply.wrong_types({"claims": [{"claim": "the user is on pro", "supported": supported, "evidence": cite}]})
 
     with ScriptedOpenAIServer(judge) as server:
-        results, _ = score_suite(load_suite(suite), RunOptions(
+        results = run_suite(load_suite(suite), options=RunOptions(
             override=JudgeOverride(api_base=server.base_url), cache_dir=tmp_path / "cache",
-            backend=LitellmBackend(sleep=RecordingSleep())))
+            backend=LitellmBackend(sleep=RecordingSleep()))).results
     faithfulness = results[0].axes["faithfulness"]
     assert faithfulness.supported == 0
     assert faithfulness.status == "unscored" and faithfulness.unscored_reason == "parse_failure"

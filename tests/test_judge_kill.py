@@ -43,12 +43,13 @@ from typing import Any
 import yaml
 
 from judgekit._io import canonical_json
+from judgekit.axes import axis_named
 from judgekit.cache import VerdictCache
 from judgekit.checks.world_state import WorldState
-from judgekit.judge.jobs import JudgeJob
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
-from judgekit.runner import iter_trajectories_of
-from judgekit.scoring import prompt_for
+from judgekit.run.judging import JudgeJob
+from judgekit.run.plan import iter_trajectories_of
+from judgekit.run.record import read_run
 from judgekit.suite import load_suite
 
 DATA = Path(__file__).resolve().parent / "data" / "judge"
@@ -85,16 +86,15 @@ def write_suite(root: Path) -> Path:
 
 
 def expected_keys(suite: Path, override: JudgeOverride) -> dict[str, str]:
-    """sha256 of the messages sent -> the verdict's cache key, built the way score_suite does."""
+    """sha256 of the messages sent -> the verdict's cache key, built the way planning does."""
     loaded = load_suite(suite)
     keys = {}
-    with ExitStack() as stack:
-        resolver = JudgeResolver(stack, override=override, allow_floating=False)
-        for rubric, item in iter_trajectories_of(loaded):
-            judge = resolver.resolve(loaded.suite.judge)
-            prompt = prompt_for(rubric, "faithfulness", item, WorldState(item), False)
-            digest = hashlib.sha256(canonical_json(prompt.messages).encode()).hexdigest()
-            keys[digest] = JudgeJob(rubric, "faithfulness", prompt, judge).key
+    resolver = JudgeResolver(override=override, allow_floating=False)
+    for rubric, item in iter_trajectories_of(loaded):
+        judge = resolver.resolve(loaded.suite.judge)
+        prompt = axis_named("faithfulness").prompt(rubric, item, WorldState(item), False)
+        digest = hashlib.sha256(canonical_json(prompt.messages).encode()).hexdigest()
+        keys[digest] = JudgeJob(rubric, "faithfulness", prompt, judge).key
     return keys
 
 
@@ -259,7 +259,7 @@ def test_sigkill_loses_no_verdict_and_repeats_only_calls_in_flight(tmp_path):
             )
         stored_before = run.stored_after
 
-    record = json.loads(out.read_text())
+    record = read_run(out).model_dump(mode="json")
     faithfulness = [r["axes"]["faithfulness"] for r in record["results"]]
     per_key = Counter(keys[e["digest"]] for e in received)
     elapsed = time.monotonic() - test_started

@@ -27,7 +27,9 @@ from judgekit.cache import VerdictCache
 from judgekit.cli import main as cli_main
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import TrajectoryResult
-from judgekit.scoring import RunOptions, score_suite
+from judgekit.run import RunOptions
+from judgekit.run import run_suite as run_through_library
+from judgekit.run.record import read_run
 from judgekit.suite import Budget, load_suite
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
@@ -116,7 +118,8 @@ def example_suite(
 
 def run_suite(suite: Path, cache_dir: Path, server, **options: Any):
     override = options.pop("override", JudgeOverride(model=MODEL, api_base=server.base_url))
-    return score_suite(load_suite(suite), RunOptions(override=override, cache_dir=cache_dir, **options))
+    record = run_through_library(load_suite(suite), options=RunOptions(override=override, cache_dir=cache_dir, **options))
+    return record.results, record.ledger
 
 
 def faithfulness(results: list[TrajectoryResult]) -> dict[str, Any]:
@@ -231,7 +234,7 @@ def cli(*args: str) -> Any:
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())
+    return read_run(path).model_dump(mode="json")
 
 
 def judge_provenances(record: dict[str, Any], axis: str = "faithfulness") -> list[dict[str, Any]]:

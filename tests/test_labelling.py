@@ -23,10 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit.calibration.labels import Label, load_labels
-from judgekit.cli import main
-from judgekit.errors import InputError
-from judgekit.labelling import (
+from judgekit.calibration.labelling import (
     FAIL,
     NO_VERDICT,
     PASS,
@@ -40,13 +37,18 @@ from judgekit.labelling import (
     plan,
     run_session,
 )
+from judgekit.calibration.labels import Label, load_labels
+from judgekit.cli import main
+from judgekit.errors import InputError
 from judgekit.results import (
     ClaimResult,
     FaithfulnessResult,
     TaskSuccessResult,
     TrajectoryResult,
 )
-from judgekit.runner import build_record, iter_trajectories_of
+from judgekit.run.api import header_for
+from judgekit.run.plan import iter_trajectories_of
+from judgekit.run.record import RunFooter, RunRecord, read_run, summarise
 from judgekit.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,7 +132,9 @@ def write_verdicts(suite: Path, out: Path, passing: set[str], rubric_sha: str | 
                 "task_success": TaskSuccessResult(passed=ok, score=float(ok), source="deterministic"),
             },
         ))
-    out.write_text(build_record(loaded, results, datetime.now(timezone.utc)).model_dump_json(indent=2), encoding="utf-8")
+    header = header_for(loaded, loaded.path)
+    footer = RunFooter(finished_at=datetime.now(timezone.utc), trajectories=len(results), summary=summarise(results))
+    RunRecord.of(header, results, footer).write(out)
     return out
 
 
@@ -294,10 +298,10 @@ def test_stratified_by_the_judge_and_blind_to_it(example: Path, tmp_path: Path):
 
 
 def test_verdicts_of_another_rubric_version_are_not_used(example: Path, tmp_path: Path):
-    record = json.loads(write_verdicts(example, tmp_path / "run.json", {"ok"}).read_text())
-    for result in record["results"]:
-        result["rubric"] = "update-email@0.9.0"
-    (tmp_path / "run.json").write_text(json.dumps(record))
+    record = read_run(write_verdicts(example, tmp_path / "run.json", {"ok"}))
+    for result in record.results:
+        result.rubric = "update-email@0.9.0"
+    record.write(tmp_path / "run.json")
     code, out = label_cli(example, "--sample", 2, "--seed", 5, "--labeler", "a", "--labels", tmp_path / "l.jsonl",
                           "--verdicts", tmp_path / "run.json")
     assert code == 0 and "plain seeded sample" in out

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from judgekit.run.record import read_run
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
@@ -38,7 +40,7 @@ def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
     print(calibrated.stdout, calibrated.stderr[-2000:])
     assert calibrated.returncode == 1, calibrated.stderr  # refused, not crashed
     [path] = (tmp_path / "calibration/update-email/approvals").glob("*.json")
-    record = json.loads(path.read_text())
+    record = read_run(path).model_dump(mode="json")
     decision = record["axes"]["faithfulness"]
     assert decision["decision"] == "refused"
     assert record["judge"]["model_pin"].startswith("local/smollm2-135m-instruct@sha256:")
@@ -58,5 +60,5 @@ def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
     assert run.returncode in (0, 1), run.stderr
     assert "the judge was refused" in run.stdout
     assert "judgekit calibrate SUITE --labels" in run.stdout
-    results = json.loads((tmp_path / "run.json").read_text())["results"]
+    results = read_run(tmp_path / "run.json").model_dump(mode="json")["results"]
     assert {r["axes"]["faithfulness"]["judge"]["model_pin"] for r in results} == {record["judge"]["model_pin"]}

@@ -25,12 +25,19 @@ import pytest
 import yaml
 
 from judgekit._io import canonical_json
+from judgekit.axes import axis_named
 from judgekit.checks.world_state import WorldState
 from judgekit.diff import render_text
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
-from judgekit.prompt import DIFF_MAX_CHARS, RESULT_MAX_CHARS, build_prompt, call_result_text, call_sent_text
-from judgekit.scoring import RunOptions, score_suite
+from judgekit.prompt import (
+    DIFF_MAX_CHARS,
+    RESULT_MAX_CHARS,
+    build_prompt,
+    call_result_text,
+    call_sent_text,
+)
+from judgekit.run import RunOptions, run_suite
 from judgekit.suite import load_suite
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import LoadedTrajectory, Trajectory
@@ -137,7 +144,7 @@ def loaded(data: dict[str, Any], tmp_path: Path) -> LoadedTrajectory:
 def render(data: dict[str, Any], axis: str, tmp_path: Path):
     item = loaded(data, tmp_path)
     diff = WorldState(item).diff if axis == "task_success" else None
-    return build_prompt(axis, GUIDE, item.trajectory, diff, show_output=True)
+    return build_prompt(axis, GUIDE, item.trajectory, axis_named(axis).sections, diff=diff, show_output=True)
 
 
 def nonce_of(system: str) -> str:
@@ -326,9 +333,9 @@ def run(suite: Path, server, tmp_path: Path):
     async def no_sleep(_: float) -> None:
         return None
 
-    results, _ = score_suite(load_suite(suite), RunOptions(
+    results = run_suite(load_suite(suite), options=RunOptions(
         override=JudgeOverride(api_base=server.base_url), cache_dir=tmp_path / "cache",
-        backend=LitellmBackend(sleep=no_sleep)))
+        backend=LitellmBackend(sleep=no_sleep))).results
     return results
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from judgekit.axes import axis_named
 from judgekit.checks.world_state import WorldState
 from judgekit.cli import main as cli_main
 from judgekit.prompt import template_sha256
-from judgekit.runner import iter_trajectories_of
-from judgekit.scoring import prompt_for
+from judgekit.run.plan import iter_trajectories_of
 from judgekit.suite import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def rendered(axis: str, show_output: bool) -> str:
     loaded = load_suite(EXAMPLE)
     for rubric, item in iter_trajectories_of(loaded):
         if item.trajectory.id == TRAJECTORY:
-            return prompt_for(rubric, axis, item, WorldState(item), show_output).render()
+            return axis_named(axis).prompt(rubric, item, WorldState(item), show_output).render()
     raise AssertionError(f"no trajectory {TRAJECTORY!r} in the example")
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _sqlite import make_db
 
 from judgekit._io import iter_jsonl
 from judgekit.errors import InputError
@@ -19,8 +20,6 @@ from judgekit.world import (
     parse_pointer,
     snapshot_from_path,
 )
-
-from _sqlite import make_db
 
 
 def load(spec: dict, base: Path):

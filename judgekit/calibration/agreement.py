@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgekit.calibration._aggregate import (
     AxisCoverage,
     Reference,
+    References,
     Units,
     aggregate,
     coverage_fields,
@@ -270,14 +271,17 @@ def agreement(
     seed: int = 0,
     n_boot: int = 2000,
     threshold: float = 0.5,
+    references: References | None = None,
 ) -> AgreementReport:
-    """Judge-vs-human agreement per (axis, item kind); see the module docstring for the rules."""
+    """Judge-vs-human agreement per (axis, item kind); see the module docstring for the rules.
+
+    ``references``: the labels' reference values, when the caller has them already."""
     if n_boot < 0:
         raise InputError("n_boot must be >= 0")
     labels = list(labels)
     verdicts = list(verdicts)
     judge = _check_verdicts(verdicts)
-    refs = reference_labels(labels)
+    refs = references if references is not None else reference_labels(labels)
 
     by_item: dict[tuple[str, str], list[JudgeVerdictRecord]] = defaultdict(list)
     for v in verdicts:

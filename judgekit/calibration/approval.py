@@ -9,7 +9,7 @@ until someone calibrates again.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,7 +168,3 @@ def drift_against(previous: ApprovalRecord, axis: AxisApproval, thresholds: Thre
         kappa_change=kchange, accuracy_change=achange, alarm=bool(reasons),
         reason="; ".join(reasons) or "within the previous interval",
     )
-
-
-def now() -> datetime:
-    return datetime.now(timezone.utc)

@@ -1,19 +1,24 @@
-"""``judgekit calibrate``: run the judge on the labelled trajectories, measure, decide, record.
+"""Calibration: measure a judge against human labels, decide per axis, record the decision.
 
-For each rubric with labelled items: run its judge (through the cache) on those trajectories,
-compare with the human labels (``agreement``), decide per axis against the thresholds, compare
-with the previous approval of the same rubric (drift), and write the approval record.
+``calibrate`` takes verdicts however they were produced (a run of this suite, another tool's
+verdicts file) and decides; ``calibrate_suite`` produces them by running the suite's judge on
+the labelled trajectories (``plan_run(select=labelled ids, repeats=k)``, through the cache),
+then calls ``calibrate`` per rubric and writes the approval records.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from judgekit._time import utc_now
 from judgekit._version import __version__
-from judgekit.calibration._aggregate import reference_labels
+from judgekit.axes import axis_named, judged_axes
+from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
 from judgekit.calibration.approval import (
     ApprovalRecord,
@@ -23,18 +28,16 @@ from judgekit.calibration.approval import (
     decide,
     drift_against,
     latest_approval,
-    now,
     write_approval,
 )
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
-from judgekit.results import FaithfulnessResult, TaskSuccessResult
-from judgekit.scoring import RunOptions, score_suite_with_repeats
+from judgekit.results import AxisResultBase
 from judgekit.suite import LoadedSuite
 
 
-def verdict_record(trajectory_id: str, axis_result, repeat: int) -> JudgeVerdictRecord | None:
+def verdict_record(trajectory_id: str, axis_result: AxisResultBase, repeat: int) -> JudgeVerdictRecord | None:
     """What the judge itself said, as a verdicts-file record (None when no judge took part)."""
     judge = axis_result.judge
     if judge is None:
@@ -42,14 +45,15 @@ def verdict_record(trajectory_id: str, axis_result, repeat: int) -> JudgeVerdict
     common = {"trajectory_id": trajectory_id, "axis": axis_result.axis, "judge": judge.model_pin, "repeat": repeat}
     if axis_result.status == "unscored":
         return JudgeVerdictRecord(**common, unscored_reason=axis_result.unscored_reason or "unscored")
-    if isinstance(axis_result, FaithfulnessResult):
-        return JudgeVerdictRecord(**common, score=axis_result.score)
-    if isinstance(axis_result, TaskSuccessResult):
-        check = next((c for c in axis_result.checks if c.source == "judge"), None)
-        if check is None:
-            return None
-        return JudgeVerdictRecord(**common, verdict="pass" if check.passed else "fail")
-    return None
+    if axis_result.status != "scored":
+        return None
+    axis = axis_named(axis_result.axis)
+    value = axis.judge_value(axis_result)
+    if value is None:
+        return None
+    if axis.binary:
+        return JudgeVerdictRecord(**common, verdict="pass" if value >= 0.5 else "fail")
+    return JudgeVerdictRecord(**common, score=value)
 
 
 @dataclass
@@ -67,12 +71,11 @@ def _section_for(report: AgreementReport, axis: str):
     return None
 
 
-def _matched(labels: list[Label], records: list[JudgeVerdictRecord], axis: str) -> list[tuple[float, float]]:
+def _matched(refs: References, records: list[JudgeVerdictRecord], axis: str) -> list[tuple[float, float]]:
     """(human, judge) per labelled item with a scored first verdict; pass = 1.0, fail = 0.0."""
-    refs = reference_labels(labels).items
     judged = {r.trajectory_id: r for r in records if r.axis == axis and r.repeat in (None, 0) and r.unscored_reason is None}
     matched = []
-    for (tid, ref_axis), ref in sorted(refs.items()):
+    for (tid, ref_axis), ref in sorted(refs.items.items()):
         if ref_axis != axis or tid not in judged:
             continue
         rec = judged[tid]
@@ -83,72 +86,120 @@ def _matched(labels: list[Label], records: list[JudgeVerdictRecord], axis: str) 
 
 
 def calibrate(
+    labels: Sequence[Label],
+    verdict_records: Sequence[JudgeVerdictRecord],
+    identity: JudgeIdentity,
+    thresholds: Thresholds,
+    previous: ApprovalRecord | None = None,
+    *,
+    axes: Sequence[str] | None = None,
+    labels_file: str = "",
+    label_set_sha256: str = "",
+    seed: int = 0,
+    n_boot: int = 2000,
+    threshold: float = 0.5,
+    report: AgreementReport | None = None,
+    references: References | None = None,
+) -> ApprovalRecord:
+    """The approval record of the judge ``identity`` on these labels and its verdicts on them.
+
+    ``axes``: the judged axes to decide (default: every axis with labels). ``previous``: the
+    last approval of the same rubric, for the drift check. ``report``: the agreement report
+    of these very labels and verdicts, when the caller computed it already (and ``references``,
+    the labels' reference values it was computed from).
+    """
+    refs = references if references is not None else reference_labels(labels)  # once, shared
+    if report is None:
+        report = agreement(labels, verdict_records, seed=seed, n_boot=n_boot, threshold=threshold, references=refs)
+    wanted = list(axes) if axes is not None else sorted({label.axis for label in labels})
+    decided: dict[str, AxisApproval] = {}
+    for name in wanted:
+        section = _section_for(report, name)
+        if section is None:
+            continue
+        stats = section if isinstance(section, BinaryAxisReport) else section.binarised
+        decision, reasons = decide(name, section.kind, stats.n, stats.kappa, thresholds)
+        matched = _matched(refs, list(verdict_records), name)
+        decided[name] = AxisApproval(
+            axis=name, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
+            tpr=stats.tpr, tnr=stats.tnr,
+            mean_human=sum(h for h, _ in matched) / len(matched) if matched else None,
+            mean_judge=sum(j for _, j in matched) / len(matched) if matched else None,
+            pairs=[(human >= threshold, judge >= threshold) for human, judge in matched],
+            decision=decision, reasons=reasons,
+        )
+    record = ApprovalRecord(
+        fingerprint=identity.fingerprint, judge=identity, label_set_sha256=label_set_sha256,
+        labels_file=labels_file, thresholds=thresholds, axes=decided, decided_at=utc_now(),
+        judgekit_version=__version__,
+    )
+    if previous is not None:
+        record.drift = [d for a in decided.values() if (d := drift_against(previous, a, thresholds)) is not None]
+    return record
+
+
+def calibrate_suite(
     loaded: LoadedSuite,
     labels_path: Path,
     *,
     calibration_dir: Path,
-    options: RunOptions,
     thresholds: Thresholds,
+    options=None,
+    repeats: int = 1,
     seed: int = 0,
     n_boot: int = 2000,
     threshold: float = 0.5,
     write: bool = True,
 ) -> list[RubricCalibration]:
+    """Run the suite's judge on the labelled trajectories (``repeats`` times each) and
+    calibrate each rubric's judge on them; approval records are written unless ``write`` is off."""
+    from judgekit.run.api import RunOptions, local_executor
+    from judgekit.run.merge import judged_results
+    from judgekit.run.plan import plan_run
+
+    options = options or RunOptions()
     labels = load_labels(labels_path)
     if not labels:
         raise InputError("no labels in the file", labels_path)
     label_set_sha256 = hashlib.sha256(labels_path.read_bytes()).hexdigest()
-    options.only_ids = {label.trajectory_id for label in labels}
-    results, _, repeats = score_suite_with_repeats(loaded, options)
-    by_rubric: dict[str, list[str]] = defaultdict(list)
-    for result in results:
-        by_rubric[result.rubric].append(result.trajectory_id)
-    if not by_rubric:
+    plan = plan_run(loaded, select={label.trajectory_id for label in labels}, repeats=repeats,
+                    override=options.override, allow_floating=options.allow_floating)
+    if not plan.items:
         raise InputError("none of the labelled trajectory ids is in the suite", labels_path)
+    verdicts = []
+    if plan.judgements:
+        executor = local_executor(loaded, options)
+        try:
+            verdicts = asyncio.run(executor.execute(plan.jobs))
+        finally:
+            executor.close()
+    by_rubric: dict[str, list[tuple[str, AxisResultBase, int]]] = defaultdict(list)
+    for item, axis, repeat, result in judged_results(plan, verdicts):
+        by_rubric[plan.items[item].rubric].append((plan.items[item].trajectory_id, result, repeat))
+    rubrics_seen = {result.rubric for result in plan.items}
 
     outcomes = []
-    for rubric_ref, ids in sorted(by_rubric.items()):
+    for rubric_ref in sorted(rubrics_seen):
         rubric = loaded.rubrics[rubric_ref]
-        wanted = set(ids)
-        records = [
-            rec
-            for (tid, _axis, repeat), axis_result in sorted(repeats.items())
-            if tid in wanted and (rec := verdict_record(tid, axis_result, repeat)) is not None
-        ]
-        rubric_labels = [label for label in labels if label.trajectory_id in wanted and label.axis in rubric.judged_axes()]
+        judged = by_rubric.get(rubric_ref, [])
+        ids = {result.trajectory_id for result in plan.items if result.rubric == rubric_ref}
+        axes = [axis.name for axis in judged_axes(rubric)]
+        records = [rec for tid, result, repeat in sorted(judged, key=lambda j: (j[0], j[1].axis, j[2]))
+                   if (rec := verdict_record(tid, result, repeat)) is not None]
+        rubric_labels = [label for label in labels if label.trajectory_id in ids and label.axis in axes]
         if not records:
             raise InputError(f"rubric {rubric_ref} has no judged axis among the labelled items", labels_path)
-        report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=threshold)
-        provenance = next(
-            (r.axes[a].judge for r in results if r.rubric == rubric_ref for a in r.axes if r.axes[a].judge), None
-        )
+        provenance = next((result.judge for _, result, _ in judged if result.judge is not None), None)
         if provenance is None:
             raise InputError(f"no judge verdict for rubric {rubric_ref}: every judged axis failed on input", labels_path)
-        identity = JudgeIdentity.of(provenance)
-        previous = latest_approval(calibration_dir, rubric.id)
-        axes: dict[str, AxisApproval] = {}
-        for axis in rubric.judged_axes():
-            section = _section_for(report, axis)
-            if section is None:
-                continue
-            stats = section if isinstance(section, BinaryAxisReport) else section.binarised
-            decision, reasons = decide(axis, section.kind, stats.n, stats.kappa, thresholds)
-            matched = _matched(rubric_labels, records, axis)
-            pairs = [(human >= threshold, judge >= threshold) for human, judge in matched]
-            axes[axis] = AxisApproval(
-                axis=axis, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
-                tpr=stats.tpr, tnr=stats.tnr,
-                mean_human=sum(h for h, _ in matched) / len(matched) if matched else None,
-                mean_judge=sum(j for _, j in matched) / len(matched) if matched else None,
-                pairs=pairs, decision=decision, reasons=reasons,
-            )
-        record = ApprovalRecord(
-            fingerprint=identity.fingerprint, judge=identity, label_set_sha256=label_set_sha256,
-            labels_file=str(labels_path), thresholds=thresholds, axes=axes, decided_at=now(),
-            judgekit_version=__version__,
+        refs = reference_labels(rubric_labels)
+        report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=threshold, references=refs)
+        record = calibrate(
+            rubric_labels, records, JudgeIdentity.of(provenance), thresholds,
+            latest_approval(calibration_dir, rubric.id), axes=axes, labels_file=str(labels_path),
+            label_set_sha256=label_set_sha256, seed=seed, n_boot=n_boot, threshold=threshold, report=report,
+            references=refs,
         )
-        if previous is not None:
-            record.drift = [d for a in axes.values() if (d := drift_against(previous, a, thresholds)) is not None]
         path = write_approval(calibration_dir, record) if write else None
         outcomes.append(RubricCalibration(rubric_ref, report, record, path))
     return outcomes

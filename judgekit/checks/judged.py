@@ -36,18 +36,18 @@ def faithfulness_from_verdict(
         return FaithfulnessResult(
             status="unscored", unscored_reason=verdict.unscored_reason, error=verdict.detail, judge=verdict.provenance
         )
-    if not verdict.answer["claims"] and output.strip() and not criteria.allow_no_claims:
+    if not verdict.answer.claims and output.strip() and not criteria.allow_no_claims:
         return FaithfulnessResult(
             status="unscored", unscored_reason="no_claims", judge=verdict.provenance,
             error="the judge listed no claim for an output that is not empty (a rubric whose outputs may "
             "make no claim sets faithfulness.allow_no_claims: true)",
         )
     claims: list[ClaimResult] = []
-    for raw in verdict.answer["claims"]:
-        cited = [{"id": e["id"], "quote": e["quote"]} for e in raw["evidence"]]
-        problem = _citation_problem(raw["claim"], cited, evidence, criteria.min_quote_chars) if raw["supported"] else None
+    for raw in verdict.answer.claims:
+        cited = [{"id": e.id, "quote": e.quote} for e in raw.evidence]
+        problem = _citation_problem(raw.claim, cited, evidence, criteria.min_quote_chars) if raw.supported else None
         claims.append(
-            ClaimResult(claim=raw["claim"], supported=raw["supported"] and problem is None, evidence=cited, citation_error=problem)
+            ClaimResult(claim=raw.claim, supported=raw.supported and problem is None, evidence=cited, citation_error=problem)
         )
     supported = sum(c.supported for c in claims)
     return FaithfulnessResult(
@@ -71,8 +71,9 @@ def task_success_with_verdict(result: TaskSuccessResult, verdict: JudgeVerdict) 
             update={**update, "status": "unscored", "unscored_reason": verdict.unscored_reason,
                     "error": verdict.detail, "passed": None, "score": None}
         )
-    passed_by_judge = verdict.answer["verdict"] == "pass"
-    check = CheckOutcome(check="judge", passed=passed_by_judge, reason="; ".join(verdict.answer["reasons"]) or verdict.answer["verdict"], source="judge")
+    answer = verdict.answer
+    check = CheckOutcome(check="judge", passed=answer.verdict == "pass", reason="; ".join(answer.reasons) or answer.verdict,
+                         source="judge")
     checks = [*result.checks, check]
     passed = all(c.passed for c in checks)
     return result.model_copy(update={**update, "checks": checks, "passed": passed, "score": 1.0 if passed else 0.0})

@@ -7,8 +7,8 @@ import shutil
 import sys
 
 from judgekit.cli._out import one_line, say, say_json, say_rendered
+from judgekit.axes import axis_named
 from judgekit.results import TrajectoryResult
-from judgekit.runner import RunRecord
 
 
 def print_jsonl(result: TrajectoryResult) -> None:
@@ -16,61 +16,66 @@ def print_jsonl(result: TrajectoryResult) -> None:
     sys.stdout.flush()
 
 
-def _cell(axis) -> str:
-    if axis is None:
+def _cell(result) -> str:
+    if result is None:
         return "-"
-    if axis.status == "unscored":
-        return f"UNSCORED ({axis.unscored_reason})"
-    if axis.status != "scored":
-        return axis.status.upper()
-    if axis.axis == "faithfulness":
-        text = f"{axis.score:.2f} ({axis.supported}/{axis.claims_total} claims)"
-        return text + (f", {axis.citation_errors} citation error(s)" if axis.citation_errors else "")
-    if axis.axis == "task_success":
-        if axis.passed:
-            return "PASS"
-        failed = [c.check for c in axis.checks if not c.passed]
-        return "FAIL " + ", ".join(failed[:2]) + ("..." if len(failed) > 2 else "")
-    text = f"{axis.score:.2f} ({axis.points}/{axis.max_points})"
-    lost = [item.point for item in axis.items if not item.earned]
-    if lost:
-        text += " lost: " + ", ".join(lost[:2]) + ("..." if len(lost) > 2 else "")
-    return text
+    if result.status == "unscored":
+        return f"UNSCORED ({result.unscored_reason})"
+    if result.status != "scored":
+        return result.status.upper()
+    return axis_named(result.axis).describe(result)
 
 
-def print_table(record: RunRecord) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+class TablePrinter:
+    """The run as a table for people: the first ``max_rows`` trajectories (a screenful; the
+    rest are counted, and are all in ``--format jsonl`` or the ``--out`` record), then a line
+    per axis from the record's summary."""
 
-    # Every cell is escaped and taken as plain text (never rich markup): ids and check names
-    # come from files judgekit did not write. Rendered to text first, so it is masked as well.
-    table = Table(title=Text(one_line(f"{record.suite}: {len(record.results)} trajectories")))
-    table.add_column("trajectory")
-    table.add_column("rubric")
-    axes = list(record.summary)
-    for axis in axes:
-        table.add_column(axis)
-    for result in record.results:
-        cells = [result.trajectory_id, result.rubric, *(_cell(result.axes.get(axis)) for axis in axes)]
-        table.add_row(*(Text(one_line(cell)) for cell in cells))
-    buffer = io.StringIO()
-    terminal = sys.stdout.isatty()
-    width = shutil.get_terminal_size().columns if terminal else None
-    console = Console(file=buffer, soft_wrap=False, force_terminal=terminal, width=width)
-    console.print(table)
-    say_rendered(buffer.getvalue())
-    for axis, summary in record.summary.items():
-        parts = [f"{summary.scored} scored"]
-        if summary.passed is not None:
-            parts.append(f"{summary.passed} passed")
-        if summary.mean_score is not None:
-            parts.append(f"mean {summary.mean_score:.3f}")
-        if summary.unscored:
-            parts.append(f"{summary.unscored} unscored")
-        if summary.errors:
-            parts.append(f"{summary.errors} could not be scored")
-        say(f"{axis}: " + ", ".join(parts))
+    def __init__(self, max_rows: int = 40):
+        self.max_rows = max_rows
+        self.rows: list = []
+        self.seen = 0
+
+    def add(self, result: TrajectoryResult) -> None:
+        self.seen += 1
+        if len(self.rows) < self.max_rows:
+            self.rows.append((result.trajectory_id, result.rubric, dict(result.axes)))
+
+    def print(self, record) -> None:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        # Every cell is escaped and taken as plain text (never rich markup): ids and check names
+        # come from files judgekit did not write. Rendered to text first, so it is masked as well.
+        table = Table(title=Text(one_line(f"{record.suite}: {self.seen} trajectories")))
+        table.add_column("trajectory")
+        table.add_column("rubric")
+        axes = list(record.summary)
+        for axis in axes:
+            table.add_column(axis)
+        for trajectory_id, rubric, results in self.rows:
+            cells = [trajectory_id, rubric, *(_cell(results.get(axis)) for axis in axes)]
+            table.add_row(*(Text(one_line(cell)) for cell in cells))
+        buffer = io.StringIO()
+        terminal = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if terminal else None
+        console = Console(file=buffer, soft_wrap=False, force_terminal=terminal, width=width)
+        console.print(table)
+        say_rendered(buffer.getvalue())
+        if self.seen > len(self.rows):
+            say(f"... {self.seen - len(self.rows)} more trajectories not shown (all of them: --format jsonl, or --out)")
+        for axis, summary in record.summary.items():
+            parts = [f"{summary.scored} scored"]
+            if summary.passed is not None:
+                parts.append(f"{summary.passed} passed")
+            if summary.mean_score is not None:
+                parts.append(f"mean {summary.mean_score:.3f}")
+            if summary.unscored:
+                parts.append(f"{summary.unscored} unscored")
+            if summary.errors:
+                parts.append(f"{summary.errors} could not be scored")
+            say(f"{axis}: " + ", ".join(parts))
 
 
 def print_ledger(ledger) -> None:

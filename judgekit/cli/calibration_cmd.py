@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import EXIT_GATE_FAILED, handle_errors, main
+from judgekit.cli._exit import EXIT_GATE_FAILED, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 
 
@@ -59,7 +59,7 @@ def _is_report(data) -> bool:
     return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "axes" in v for v in data.values())
 
 
-@main.command()
+@click.command()
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="labels.jsonl")
 @click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True, help="Ask each question K times (flip rate).")
@@ -78,24 +78,26 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
     Writes calibration/<rubric-id>/approvals/<fingerprint>.json. Exit 0 when every judged axis
     is approved, 1 when one is refused or drifted.
     """
-    from judgekit.calibration.calibrate import calibrate as run_calibration
+    from judgekit.calibration.calibrate import calibrate_suite
     from judgekit.cli._render import progress_factory
+    from judgekit.judge.backend import init
     from judgekit.judge.resolve import JudgeOverride
-    from judgekit.scoring import RunOptions
+    from judgekit.run import RunOptions
     from judgekit.suite import load_suite
 
+    init(freeze_gc=True)
     loaded = load_suite(suite)
     if out is not None:
-        from judgekit.cli.commands import prepare_out, suite_inputs
+        from judgekit.cli.commands import json_file_is, prepare_out, suite_inputs
 
-        prepare_out(out, [*suite_inputs(loaded), labels_path], what="an agreement report", is_ours=_is_report)
+        prepare_out(out, [*suite_inputs(loaded), labels_path], what="an agreement report", is_ours=json_file_is(_is_report))
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env), cache_dir=cache_dir,
-        repeats=repeats, progress=progress_factory(),
+        progress=progress_factory(),
     )
-    outcomes = run_calibration(
+    outcomes = calibrate_suite(
         loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir), options=options,
-        thresholds=loaded.suite.approval, seed=seed, threshold=threshold,
+        thresholds=loaded.suite.approval, repeats=repeats, seed=seed, threshold=threshold,
     )
     ok = True
     for outcome in outcomes:
@@ -125,7 +127,7 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
         sys.exit(EXIT_GATE_FAILED)
 
 
-@main.command()
+@click.command()
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Judge verdicts, JSON Lines (`judgekit schema verdicts`).")
@@ -160,27 +162,29 @@ def print_gate(report) -> None:
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
             say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
-        if axis.corrected is not None:
-            c = axis.corrected
+        for correction in axis.corrected:
+            c = correction.rate
+            judge = f" ({one_line(correction.rubric)})" if len(axis.corrected) > 1 else ""
             if c.refused_reason:
-                say(f"  corrected pass rate: refused: {c.refused_reason}")
+                say(f"  corrected pass rate{judge}: refused: {c.refused_reason}")
             else:
-                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f})")
+                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f}){judge}")
     say("gate: " + ("PASSED" if report.passed else "FAILED"))
 
 
-@main.command("gate")
+@click.command("gate")
 @click.argument("run_path", metavar="RUN", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--calibration-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: the suite's, from the run record.")
 @handle_errors
 def gate_cmd(run_path: Path, calibration_dir: Path | None) -> None:
-    """Gate a run record: exit 0 pass, 1 gate failed, 2 usage or input error."""
-    from judgekit._io import MAX_FILE_BYTES, load_json_model
+    """Gate a run record (format 2 JSON Lines, or format 1 JSON): exit 0 pass, 1 gate failed,
+    2 usage or input error, 3 internal error. The record is read as a stream; the gate is
+    decided again from its results and today's approval records."""
     from judgekit.gate import gate
-    from judgekit.runner import RunRecord
 
-    record = load_json_model(run_path, RunRecord, max_bytes=MAX_FILE_BYTES, expected="a run record")
-    report = gate(record, calibration_dir=calibration_dir)
+    from judgekit.run.record import open_run
+
+    report = gate(open_run(run_path), calibration_dir=calibration_dir)
     print_gate(report)
     if not report.passed:
         sys.exit(EXIT_GATE_FAILED)

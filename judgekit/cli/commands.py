@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import EXIT_GATE_FAILED, EXIT_INPUT, handle_errors, main
+from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, AxisChoice, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
@@ -23,28 +23,36 @@ def suite_inputs(loaded) -> list[Path]:
 
 def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
     """Before any work: refuse an --out that would overwrite an input, or an existing file that
-    is not a previous ``what`` (``is_ours`` tells from its parsed JSON; a snapshot, a rubric, a
-    device is not), or a place that cannot be written (exit 2)."""
+    is not a previous ``what`` (``is_ours(path)`` tells; a snapshot, a rubric, a device is not),
+    or a place that cannot be written (exit 2)."""
     from judgekit._files import ensure_writable
-    from judgekit._io import MAX_FILE_BYTES, read_json
     from judgekit.errors import InputError
 
     target = out.resolve()
     for path in inputs:
         if path.resolve() == target:
             raise InputError(f"--out would overwrite {path}, an input of this suite: choose another file", out)
-    if out.exists():
-        try:
-            ours = is_ours(read_json(out, max_bytes=MAX_FILE_BYTES))
-        except InputError:  # not JSON, or not a regular file
-            ours = False
-        if not ours:
-            raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
-                             "(remove it or choose another file)", out)
+    if out.exists() and not is_ours(out):
+        raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
+                         "(remove it or choose another file)", out)
     ensure_writable(out)
 
 
-@main.command()
+def json_file_is(test):
+    """``is_ours`` for a JSON output: its parsed content passes ``test`` (unreadable: not ours)."""
+    from judgekit._io import MAX_FILE_BYTES, read_json
+    from judgekit.errors import InputError
+
+    def is_ours(path: Path) -> bool:
+        try:
+            return bool(test(read_json(path, max_bytes=MAX_FILE_BYTES)))
+        except InputError:  # not JSON, or not a regular file
+            return False
+
+    return is_ours
+
+
+@click.command()
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the run record (JSON) here.")
 @click.option(
@@ -68,19 +76,24 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     Deterministic axes are scored first; judge axes go through the verdict cache, then the
     judge. Every verdict is stored the moment it is validated, so an interrupted run resumes
-    without repeating a call.
+    without repeating a call. Results stream: --format jsonl prints each as it is merged, --out
+    writes the run record (JSON Lines: header, one line per trajectory, footer) as it goes.
+
+    Exit codes: 0 ok, 1 the gate failed (with --gate), 2 an input error (some trajectory could
+    not be scored, or a bad flag or file), 3 internal error. The gate is decided even when some
+    trajectories could not be scored.
     """
-    from judgekit.cli._render import print_jsonl, print_ledger, print_table, progress_factory
+    from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
+    from judgekit.judge.backend import init
     from judgekit.judge.resolve import JudgeOverride
-    from judgekit.runner import build_record, now
-    from judgekit.scoring import RunOptions, score_suite
+    from judgekit.run import RunOptions, run_suite
+    from judgekit.run.record import is_run_record
     from judgekit.suite import Budget, load_suite
 
-    started = now()
+    init(freeze_gc=True)  # this process judges and ends: keep litellm's objects out of the collector's way
     loaded = load_suite(suite)
     if out is not None:
-        prepare_out(out, suite_inputs(loaded), what="a run record",
-                    is_ours=lambda data: isinstance(data, dict) and {"format_version", "suite", "results"} <= data.keys())
+        prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
@@ -91,35 +104,43 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         budget=budget,
         progress=progress_factory(),
     )
-    results, ledger = score_suite(loaded, options)
-    if fmt == "jsonl":
-        for result in results:
-            print_jsonl(result)
-    record = build_record(loaded, results, started, ledger.as_dict() if ledger else None)
-    if fmt == "table":
-        print_table(record)
-    if ledger is not None:
-        print_ledger(ledger)
-    if out is not None:
-        from judgekit._files import write_text_atomically
+    table = TablePrinter() if fmt == "table" else None
+    errors: list[tuple[str, str, str]] = []
 
-        write_text_atomically(out, record.model_dump_json(indent=2) + "\n")
-    errors = [(r, a) for r in results for a in r.axes.values() if a.status == "error"]
-    for result, axis in errors:
-        say(f"judgekit: error: {one_line(result.trajectory_id)} {axis.axis}: {one_line(axis.error or '')}", err=True)
-    if errors:
-        sys.exit(EXIT_INPUT)
+    def on_result(result) -> None:
+        if table is not None:
+            table.add(result)
+        else:
+            print_jsonl(result)
+        for axis in result.axes.values():
+            if axis.status == "error":
+                errors.append((result.trajectory_id, axis.axis, axis.error or ""))
+
+    record = run_suite(loaded, options=options, on_result=on_result, keep_results=False, out=out)
+    if table is not None:
+        table.print(record)
+    if record.ledger is not None:
+        print_ledger(record.ledger)
+    for trajectory_id, axis, error in errors[:MAX_ERRORS_SHOWN]:
+        say(f"judgekit: error: {one_line(trajectory_id)} {axis}: {one_line(error)}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        say(f"judgekit: error: ... and {len(errors) - MAX_ERRORS_SHOWN} more axis error(s)"
+            + (f" (all in {one_line(str(out))})" if out else ""), err=True)
+    report = record.gate_report
     if apply_gate:
         from judgekit.cli.calibration_cmd import print_gate
-        from judgekit.gate import gate
 
-        report = gate(record)
         print_gate(report)
-        if not report.passed:
-            sys.exit(EXIT_GATE_FAILED)
+    if errors:
+        sys.exit(EXIT_INPUT)
+    if apply_gate and not report.passed:
+        sys.exit(EXIT_GATE_FAILED)
 
 
-@main.command()
+MAX_ERRORS_SHOWN = 50
+
+
+@click.command()
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("--key", "keys", multiple=True, metavar="POINTER=FIELD", help="JSON: match the list at POINTER by FIELD.")
@@ -144,7 +165,7 @@ def diff(before: Path, after: Path, keys: tuple[str, ...], text: bool, max_chars
         say_json(result.to_json())
 
 
-@main.command()
+@click.command()
 @click.argument("name", type=click.Choice(sorted(SCHEMA_NAMES)))
 @handle_errors
 def schema(name: str) -> None:
@@ -154,7 +175,7 @@ def schema(name: str) -> None:
     say_json(json.dumps(schema_for(name), indent=2, sort_keys=True))
 
 
-@main.command("import")
+@click.command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(importer_names()))
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
@@ -170,7 +191,7 @@ def import_(fmt: str, src: Path, out: Path) -> None:
         say(one_line(str(path)))
 
 
-@main.group()
+@click.group()
 def rubric() -> None:
     """Pre-register, check and lint rubric files."""
 
@@ -240,7 +261,7 @@ def rubric_schema() -> None:
     say_json(json.dumps(schema_for("rubric"), indent=2, sort_keys=True))
 
 
-@main.group()
+@click.group()
 def prompt() -> None:
     """Show exactly what a judge receives."""
 
@@ -248,28 +269,29 @@ def prompt() -> None:
 @prompt.command("show")
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.argument("trajectory_id")
-@click.option("--axis", type=click.Choice(["task_success", "faithfulness"]), required=True)
+@click.option("--axis", type=AxisChoice(judged=True), required=True)
 @click.option("--show-output", is_flag=True, help="task_success: include the agent's output (off by default).")
 @click.option("--json", "as_json", is_flag=True, help="The messages as JSON, with the template hash.")
 @handle_errors
 def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, as_json: bool) -> None:
     """Print the judge prompt for TRAJECTORY_ID of SUITE on one axis."""
+    from judgekit.axes import axis_named
     from judgekit.checks.world_state import WorldState
     from judgekit.errors import InputError
     from judgekit.prompt import prompt_summary
-    from judgekit.runner import iter_trajectories_of
-    from judgekit.scoring import prompt_for
+    from judgekit.run.plan import iter_trajectories_of
     from judgekit.suite import load_suite
 
     loaded = load_suite(suite)
+    chosen = axis_named(axis)
     for rubric, item in iter_trajectories_of(loaded):
         if item.trajectory.id != trajectory_id:
             continue
-        if getattr(rubric, axis) is None:
+        if chosen.criteria(rubric) is None:
             raise InputError(f"rubric {rubric.ref} has no {axis} section", loaded.rubric_files[rubric.ref])
         spec = rubric.judge or loaded.suite.judge
         show = show_output or bool(spec and spec.show_output_for_task_success)
-        built = prompt_for(rubric, axis, item, WorldState(item), show)
+        built = chosen.prompt(rubric, item, WorldState(item), show)
         if as_json:
             say_json(json.dumps(prompt_summary(built), indent=2))
         else:
@@ -278,7 +300,7 @@ def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, a
     raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
 
 
-@main.group()
+@click.group()
 def cache() -> None:
     """Inspect and clean the verdict cache."""
 
@@ -340,6 +362,3 @@ def cache_prune(cache_dir: Path, older_than_days: float) -> None:
         return
     with VerdictCache(cache_dir, create=False) as store:
         say(f"removed {store.prune(older_than_days)} verdict(s)")
-
-
-from judgekit.cli import calibration_cmd as _calibration_cmd  # noqa: E402,F401

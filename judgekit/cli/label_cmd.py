@@ -7,13 +7,10 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli import handle_errors, main
+from judgekit.cli._exit import AxisChoice, handle_errors
 from judgekit.cli._out import one_line
 
-_AXES = ("task_success", "tool_correctness", "faithfulness")
-
-
-@main.command()
+@click.command()
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.option("--sample", "n", type=click.IntRange(1), required=True, help="How many trajectories to label.")
 @click.option("--seed", type=int, required=True, help="Seed of the sample: same suite, seed and N, same sample.")
@@ -22,7 +19,7 @@ _AXES = ("task_success", "tool_correctness", "faithfulness")
     "--labels", "labels_file", type=click.Path(dir_okay=False, path_type=Path),
     help="Labels file to append to (default: <suite's calibration_dir>/<rubric-id>/labels.jsonl).",
 )
-@click.option("--axis", "axes", multiple=True, type=click.Choice(_AXES), help="Axis to label (repeat; default: the rubric's judged axes).")
+@click.option("--axis", "axes", multiple=True, type=AxisChoice(), help="Axis to label (repeat; default: the rubric's judged axes).")
 @click.option(
     "--verdicts", type=click.Path(dir_okay=False, path_type=Path),
     help="Run record (judgekit run --out): stratify the sample by the judge's verdict, half pass, half fail.",
@@ -46,21 +43,21 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
     judge-pass and the rest from judge-fail, filling a short class from the other, then from
     trajectories without a verdict.
     """
-    from judgekit._io import MAX_FILE_BYTES, load_json_model
     from judgekit.calibration.labels_file import LabelFiles
-    from judgekit.labelling import (
+    from judgekit.calibration.labelling import (
         PlainTerminal,
         RichTerminal,
         default_labels_path,
         plan,
         run_session,
     )
-    from judgekit.runner import RunRecord, check_registration, iter_trajectories_of
+    from judgekit.run.plan import check_registration, iter_trajectories_of
+    from judgekit.run.record import read_run
     from judgekit.suite import load_suite
 
     loaded = load_suite(suite)
     check_registration(loaded)
-    record = load_json_model(verdicts, RunRecord, max_bytes=MAX_FILE_BYTES, expected="a run record") if verdicts else None
+    record = read_run(verdicts) if verdicts else None
     calibration_dir = loaded.resolve(loaded.suite.calibration_dir)
     if sys.stdout.isatty():
         term = RichTerminal()

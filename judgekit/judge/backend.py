@@ -16,9 +16,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
+from typing import Any, Protocol
 
 MAX_RETRY_AFTER_S = 60.0
 _UNPRICED: set[str | None] = set()  # models litellm's cost map cannot price
@@ -49,6 +47,18 @@ class RawReply:
     finish_reason: str | None = None
 
 
+class Backend(Protocol):
+    """What answers judge calls: litellm here; a remote worker or a test double elsewhere."""
+
+    async def complete(self, request: CallRequest, *, max_attempts: int | None = None) -> RawReply:
+        """One reply, or CallFailed('timeout' | 'provider_error') after bounded attempts."""
+        ...
+
+    def prepare(self) -> None:
+        """Get ready to call (imports, connections) before the first timed call."""
+        ...
+
+
 class CallFailed(Exception):
     """A call that did not produce a reply: ``reason`` is 'timeout' or 'provider_error'."""
 
@@ -60,21 +70,40 @@ class CallFailed(Exception):
 
 
 _IMPORTED = False
+_FREEZE_GC = False
+
+
+def init(*, freeze_gc: bool = False) -> None:
+    """Set up for judging in this process; the CLI calls it once at start.
+
+    Keeps litellm from fetching its price map over the network when it is imported (the
+    offline copy it ships is used). ``freeze_gc``: once litellm is imported, move the ~400k
+    long-lived objects its import leaves out of the garbage collector's way (``gc.freeze``),
+    so full collections stay cheap (~0.2 s each otherwise, several per few hundred calls). A
+    process-wide change: the CLI asks for it; a library caller decides for itself.
+    """
+    global _FREEZE_GC
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _FREEZE_GC = _FREEZE_GC or freeze_gc
+    if _IMPORTED and freeze_gc:
+        gc.collect()
+        gc.freeze()
 
 
 def _litellm():
+    """litellm, imported on first use (seconds, ~200 MB): never when every verdict is cached."""
     global _IMPORTED
+    if not _IMPORTED:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
     import litellm
 
     if not _IMPORTED:
         _IMPORTED = True
         litellm.suppress_debug_info = True
         litellm.telemetry = False
-        # litellm's import leaves ~400k long-lived objects; every full collection would walk
-        # them all (~0.2 s each, several per few hundred calls). Move them out of the collector's
-        # way once: collect first, then freeze what survives.
-        gc.collect()
-        gc.freeze()
+        if _FREEZE_GC:
+            gc.collect()
+            gc.freeze()
     return litellm
 
 
@@ -151,6 +180,9 @@ class LitellmBackend:
         self.backoff_max_s = backoff_max_s
         self.sleep = sleep
         self.rng = rng or random.Random(0)
+
+    def prepare(self) -> None:
+        _litellm()  # import it now (seconds), not inside the first timed call
 
     def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""

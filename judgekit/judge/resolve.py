@@ -1,4 +1,8 @@
-"""Turn judge specs (suite, rubric, command line) into judges ready to call."""
+"""Judge specs (suite, rubric, command line) into planned targets, and targets into connections.
+
+Resolving is pure (no server started, no key read) so a plan holds no secret; connecting
+happens in the executor, just before the first call.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ from dataclasses import dataclass
 
 from judgekit._text import register_secret
 from judgekit.errors import ConfigError
-from judgekit.judge.jobs import ResolvedJudge
 from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, check_pinned
+from judgekit.judge.target import Connection, JudgeTarget
 
 
 @dataclass(frozen=True)
@@ -38,17 +42,15 @@ def endpoint_of(api_base: str | None) -> str:
 
 
 class JudgeResolver:
-    """Resolves specs once per run; starts the embedded local judge at most once."""
+    """Resolves specs once per plan, applying the command-line override."""
 
-    def __init__(self, stack: ExitStack, *, override: JudgeOverride, allow_floating: bool, environ=os.environ):
-        self._stack = stack
+    def __init__(self, *, override: JudgeOverride, allow_floating: bool, environ=os.environ):
         self._override = override
         self._allow_floating = allow_floating
         self._environ = environ
-        self._local = None
-        self._resolved: dict[str, ResolvedJudge] = {}
+        self._resolved: dict[str, JudgeTarget] = {}
 
-    def resolve(self, spec: JudgeSpec) -> ResolvedJudge:
+    def resolve(self, spec: JudgeSpec) -> JudgeTarget:
         if self._override.active:
             spec = spec.model_copy(
                 update={
@@ -63,34 +65,59 @@ class JudgeResolver:
             self._resolved[cache_key] = self._resolve(spec)
         return self._resolved[cache_key]
 
-    def _resolve(self, spec: JudgeSpec) -> ResolvedJudge:
+    def _resolve(self, spec: JudgeSpec) -> JudgeTarget:
         if spec.model == LOCAL_MODEL:
-            server = self._local_server()
-            register_secret(server.api_key)
+            from judgekit.judge.local import MODEL_NAME, local_model_pin
+
             # The weights are pinned by their sha256 and served in-process on a fresh port each
             # run: the endpoint is the embedded server, whatever its port.
-            return ResolvedJudge(spec=spec, litellm_model=server.litellm_model, model_pin=server.model_pin,
-                                 api_base=server.api_base, api_key=server.api_key, endpoint="embedded",
-                                 override=self._override.active, max_concurrency=1)
+            return JudgeTarget(spec=spec, litellm_model=f"openai/{MODEL_NAME}", model_pin=local_model_pin(),
+                               endpoint="embedded", embedded=True, override=self._override.active, max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
-        if spec.api_base:
-            credentials = urlsplit(spec.api_base.strip())
-            register_secret(credentials.password)  # masked should an error message quote the URL
-        api_key = None
-        if spec.api_key_env:
-            api_key = self._environ.get(spec.api_key_env)
-            if not api_key:
-                raise ConfigError(f"the judge's API key variable {spec.api_key_env} is not set")
-            register_secret(api_key)  # masked in everything judgekit writes, should a server echo it
-        elif spec.api_base:
-            # Never let a provider key from the environment travel to a third-party server.
-            api_key = "not-needed"
+        if spec.api_key_env and not self._environ.get(spec.api_key_env):
+            raise ConfigError(f"the judge's API key variable {spec.api_key_env} is not set")
         litellm_model = spec.model.split("@sha256:")[0]
         if spec.api_base and "/" not in litellm_model:
             litellm_model = "openai/" + litellm_model  # an OpenAI-compatible server
-        return ResolvedJudge(spec=spec, litellm_model=litellm_model, model_pin=spec.model, api_base=spec.api_base,
-                             api_key=api_key, endpoint=endpoint_of(spec.api_base), floating=floating,
-                             override=self._override.active)
+        return JudgeTarget(spec=spec, litellm_model=litellm_model, model_pin=spec.model, api_base=spec.api_base,
+                           api_key_env=spec.api_key_env, endpoint=endpoint_of(spec.api_base), floating=floating,
+                           override=self._override.active)
+
+
+class Connector:
+    """Turns targets into connections for one execution: reads API keys from the environment
+    (masked from then on in everything judgekit writes) and starts the embedded judge at most
+    once, stopping it when the ``ExitStack`` closes."""
+
+    def __init__(self, stack: ExitStack, *, environ=os.environ):
+        self._stack = stack
+        self._environ = environ
+        self._local = None
+        self._made: dict[tuple, Connection] = {}
+
+    def __call__(self, target: JudgeTarget) -> Connection:
+        key = (target.embedded, target.api_base, target.api_key_env)
+        if key not in self._made:
+            self._made[key] = self._connect(target)
+        return self._made[key]
+
+    def _connect(self, target: JudgeTarget) -> Connection:
+        if target.embedded:
+            server = self._local_server()
+            register_secret(server.api_key)
+            return Connection(server.api_base, server.api_key)
+        if target.api_base:
+            register_secret(urlsplit(target.api_base.strip()).password)  # masked should an error quote the URL
+        if target.api_key_env:
+            api_key = self._environ.get(target.api_key_env)
+            if not api_key:
+                raise ConfigError(f"the judge's API key variable {target.api_key_env} is not set")
+            register_secret(api_key)  # masked in everything judgekit writes, should a server echo it
+            return Connection(target.api_base, api_key)
+        if target.api_base:
+            # Never let a provider key from the environment travel to a third-party server.
+            return Connection(target.api_base, "not-needed")
+        return Connection()
 
     def _local_server(self):
         if self._local is None:

@@ -41,6 +41,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ALARM_S = 10
@@ -95,7 +96,7 @@ class Run:
 
     @property
     def record(self) -> dict[str, Any]:
-        return json.loads(self.out.read_text())
+        return read_run(self.out).model_dump(mode="json")
 
     @property
     def outcomes(self) -> dict[str, tuple[Any, Any, Any]]:
@@ -773,7 +774,7 @@ def test_a_read_only_cache_serves_its_hits_and_stores_nothing(case, server, muta
     assert server.request_count - before == calls
     assert run["stderr"].splitlines()[1:] == [line.replace("{dir}", str(case.cache)) for line in warnings] + [
         f"judgekit: note: verdict cache {case.cache} is read-only: its verdicts were used, new ones were not stored"]
-    record = json.loads(out.read_text())
+    record = read_run(out).model_dump(mode="json")
     assert {r["trajectory_id"]: r["axes"]["faithfulness"]["judge"]["cache_hit"] for r in record["results"]} == hits
     assert {r["trajectory_id"]: r["axes"]["faithfulness"]["score"] for r in record["results"]} == {"t0": 1.0, "t1": 1.0}
     assert record["ledger"]["cache_read_only"] is True

@@ -22,6 +22,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,9 +106,9 @@ def test_run_replaces_its_own_previous_record(tmp_path):
     suite = make_suite(tmp_path / "suite")
     out = tmp_path / "run.json"
     assert invoke("run", suite, "--out", out).exit_code == 0
-    first = json.loads(out.read_text())
+    first = read_run(out).model_dump(mode="json")
     assert invoke("run", suite, "--out", out).exit_code == 0
-    second = json.loads(out.read_text())
+    second = read_run(out).model_dump(mode="json")
     assert second["started_at"] != first["started_at"] and second["summary"] == first["summary"]
 
 

@@ -38,6 +38,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import RunRecord, read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +101,7 @@ def run(project: Path, server: ScriptedOpenAIServer, out: str, cache: str = "cac
     before = server.request_count
     result = judgekit("run", project / "examples/email-update", "--out", project / out, "--cache-dir", project / cache,
                       *judge_args(server))
-    return result, json.loads((project / out).read_text()), server.request_count - before
+    return result, read_run((project / out)).model_dump(mode="json"), server.request_count - before
 
 
 GATING = re.compile(r"(?:PASS|FAIL) faithfulness: [\d.]+ \(min 1\.0\) over 9 gating verdict\(s\)\n")
@@ -165,7 +166,7 @@ def test_an_approval_is_for_one_endpoint_however_it_is_spelled(project):
         result = judgekit("run", project / "examples/email-update", "--out", project / "spelled.json",
                           "--cache-dir", project / "cache", "--judge-model", MODEL, "--judge-api-base", spelled)
         assert result.exit_code == 0, result.output
-    record = json.loads((project / "spelled.json").read_text())
+    record = read_run((project / "spelled.json")).model_dump(mode="json")
     assert endpoints(record) == {url}
     assert GATING.match(faithfulness_section(judgekit("gate", project / "spelled.json").output))
 
@@ -273,13 +274,13 @@ def test_an_echoed_api_key_is_in_nothing_judgekit_writes_or_prints(project):
     assert kinds == {"auth_error", "quotes_the_key", "clean"}
 
     # The server did echo it, and judgekit masked it where it kept what the server said.
-    record = json.loads((project / "run.json").read_text())
+    record = read_run((project / "run.json")).model_dump(mode="json")
     faith = [r["axes"]["faithfulness"] for r in record["results"]]
     assert any(a["unscored_reason"] == "provider_error" and "Incorrect API key provided: [REDACTED]" in a["error"]
                for a in faith)
     assert any(c["claim"] == "the agent used the key [REDACTED]" for a in faith for c in a.get("claims") or [])
     # Verdicts quoting the key are not cached (masked, they would score otherwise): asked again.
-    runs = [json.loads((project / name).read_text()) for name in ("run.json", "run-2.json")]
+    runs = [read_run((project / name)).model_dump(mode="json") for name in ("run.json", "run-2.json")]
     quoting = {r["trajectory_id"] for r in runs[0]["results"]
                if any("[REDACTED]" in c["claim"] for c in r["axes"]["faithfulness"].get("claims") or [])}
     hits = {r["trajectory_id"] for r in runs[1]["results"] if r["axes"]["faithfulness"]["judge"]["cache_hit"]}
@@ -317,7 +318,7 @@ def test_credentials_in_the_api_base_are_never_written(project):
                           "--cache-dir", project / "cache", "--judge-model", MODEL, "--judge-api-base", api_base)
         url = server.base_url
     assert result.exit_code == 0, result.output
-    assert endpoints(json.loads((project / "run.json").read_text())) == {url}
+    assert endpoints(read_run((project / "run.json")).model_dump(mode="json")) == {url}
     for path in (p for p in project.rglob("*") if p.is_file()):
         assert password.encode() not in path.read_bytes(), path
     assert password not in result.stdout + result.stderr
@@ -414,7 +415,7 @@ def test_untrusted_strings_never_reach_the_terminal_raw(project, hostile_suite, 
     ids = [json.loads(line)["trajectory_id"] for line in jsonl.stdout.splitlines()]
     assert ids == HOSTILE_IDS
     # Both records hold the ids as they are (files are data, not a terminal).
-    assert [r["trajectory_id"] for r in json.loads((project / "table.json").read_text())["results"]] == HOSTILE_IDS
+    assert [r["trajectory_id"] for r in read_run((project / "table.json")).model_dump(mode="json")["results"]] == HOSTILE_IDS
 
     gate = judgekit("gate", project / "table.json")
     assert gate.exit_code == 1 and gate.stdout.endswith("gate: FAILED\n")
@@ -467,7 +468,7 @@ def test_a_hostile_run_record_cannot_print_a_passing_gate_line(project):
         _, record, _ = run(project, server, "run.json")
     for result in record["results"]:
         result["rubric"] = "update-email@1.0.0\ngate: PASSED\n"
-    (project / "hostile.json").write_text(json.dumps(record))
+    RunRecord.model_validate(record).write(project / "hostile.json")
     gated = judgekit("gate", project / "hostile.json")
     assert gated.exit_code == 1 and gated.stdout.endswith("gate: FAILED\n")
     assert_clean(gated.stdout, gated.stderr)

@@ -27,6 +27,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ALARM_S = 20
@@ -112,7 +113,7 @@ def run(suite: Path, judge: Judge) -> tuple[Any, dict[str, Any]]:
     assert "Traceback" not in result.output
     assert result.exit_code == 0, result.output
     assert out.is_file(), "the run record was not written"
-    record = json.loads(out.read_text())
+    record = read_run(out).model_dump(mode="json")
     return result, {r["trajectory_id"]: r["axes"] for r in record["results"]}
 
 

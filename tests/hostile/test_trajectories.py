@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import main
+from judgekit.run.record import read_run
 
 ALARM_S = 15
 FAST_S = 5.0
@@ -134,7 +135,7 @@ def test_a_valid_surrogate_pair_escape_is_text(tmp_path):
     suite = write_suite(tmp_path, [bad_line('"output": "Added."', '"output": "Added \\ud83d\\udc4d"')])
     result = invoke("run", suite, "--no-cache", "--out", tmp_path / "run.json")
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "run.json").read_text())["results"][0]["axes"]["task_success"]["passed"] is True
+    assert read_run((tmp_path / "run.json")).model_dump(mode="json")["results"][0]["axes"]["task_success"]["passed"] is True
 
 
 @pytest.mark.parametrize(("content", "fragment"), [
@@ -156,7 +157,7 @@ def test_a_bad_json_snapshot_is_that_axis_error(tmp_path, content, fragment):
     assert result.exit_code == 2
     where = f"{tmp_path / 'after.json'}: {fragment}"
     assert f"judgekit: error: bad task_success: {where}" in result.output
-    results = {r["trajectory_id"]: r["axes"] for r in json.loads(out.read_text())["results"]}
+    results = {r["trajectory_id"]: r["axes"] for r in read_run(out).model_dump(mode="json")["results"]}
     assert results["bad"]["task_success"]["status"] == "error"
     assert results["bad"]["task_success"]["passed"] is None and results["bad"]["task_success"]["score"] is None
     assert results["bad"]["task_success"]["error"].startswith(where)

@@ -1,4 +1,4 @@
-"""Running judge calls: cache first, bounded concurrency, a token and cost ledger, a budget.
+"""Asking the judge: cache first, bounded concurrency, a token and cost ledger, a budget.
 
 A job is one (trajectory, axis) verdict. Identical jobs in one run share one call. Each
 validated verdict goes to the cache's writer thread the moment it exists, without holding up
@@ -9,36 +9,44 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from functools import cached_property, partial
+from dataclasses import dataclass
+from functools import cached_property, lru_cache, partial
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgekit._io import sha256_json
 from judgekit._text import redact
+from judgekit._time import utc_now
 from judgekit._version import __version__
-from judgekit.cache import CacheWriter, VerdictCache, cache_key
-from judgekit.judge.backend import CallFailed, CallRequest, LitellmBackend, litellm_version
-from judgekit.judge.spec import JudgeSpec
+from judgekit.cache import CacheWriter, VerdictStore, cache_key
+from judgekit.judge.backend import Backend, CallFailed, CallRequest, LitellmBackend, litellm_version
+from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
 from judgekit.suite import Budget
-from judgekit.verdict import ANSWER_SCHEMA_SHA256, ANSWER_SCHEMAS, InvalidAnswer, JudgeVerdict, Provenance, parse_answer
+from judgekit.verdict import InvalidAnswer, JudgeVerdict, Provenance, answer_model, parse_answer
+
+MEMO_SIZE = 4096  # verdicts remembered across windows when no cache answers repeats
 
 
-@dataclass(frozen=True)
-class ResolvedJudge:
-    """A judge ready to call: the spec plus where and how to reach the model."""
+@lru_cache(maxsize=None)
+def answer_schema(axis: str) -> tuple[dict[str, Any], str]:
+    """The axis's answer schema (sent as the response format) and its hash (in the cache key)."""
+    schema = answer_model(axis).model_json_schema()
+    return schema, sha256_json(schema)
 
-    spec: JudgeSpec
-    litellm_model: str
-    model_pin: str
-    api_base: str | None = None
-    api_key: str | None = None
-    endpoint: str = "provider default"  # who answers: part of provenance, the cache key and the fingerprint
-    floating: bool = False
-    override: bool = False
-    max_concurrency: int | None = None  # a server with few slots (the embedded judge has one)
+
+def direct_connection(target: JudgeTarget) -> Connection:
+    """A connection without an executor's help (tests, benchmarks): no embedded judge, and no
+    key read but the target's own variable."""
+    from judgekit.judge.resolve import Connector
+
+    if target.embedded:
+        raise RuntimeError("the embedded judge needs a Connector that can start it")
+    return Connector(None)(target)
 
 
 @dataclass
@@ -46,12 +54,12 @@ class JudgeJob:
     rubric: Rubric
     axis: str
     prompt: Prompt
-    judge: ResolvedJudge
+    judge: JudgeTarget
     repeat: int = 0  # calibration --repeats: the same input asked again under its own key
 
     @property
     def response_schema(self) -> dict[str, Any]:
-        return ANSWER_SCHEMAS[self.axis]
+        return answer_schema(self.axis)[0]
 
     @cached_property
     def key(self) -> str:
@@ -69,30 +77,48 @@ class JudgeJob:
                 "override": self.judge.override,
                 "parameters": self.judge.spec.cache_parameters(),
                 "messages": self.prompt.messages,
-                "response_schema_sha256": ANSWER_SCHEMA_SHA256[self.axis],
+                "response_schema_sha256": answer_schema(self.axis)[1],
             }
         )
 
 
-@dataclass
-class Ledger:
-    """Tokens and cost of a run, from litellm's usage and its offline cost map."""
+class Ledger(BaseModel):
+    """Calls, cache use, tokens and cost of a run (litellm's usage and offline cost map).
 
-    calls: int = 0
-    cache_hits: int = 0
-    cache_refused: dict[str, int] = field(default_factory=dict)  # reason -> entries refused
-    cache_read_only: bool = False
-    cache_dir: str | None = None
-    cache_withheld: int = 0  # verdicts not stored because they held a secret
+    Ledgers of parts of a run (windows, workers) merge by summing: ``total = a + b``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    calls: int = Field(0, description="Calls made to judges, retries included.")
+    cache_hits: int = Field(0, description="Verdicts the cache answered.")
+    cache_refused: dict[str, int] = Field(default_factory=dict, description="Kind of refusal -> cache entries refused.")
+    cache_read_only: bool = Field(False, description="The cache could be read but not written.")
+    cache_dir: str | None = Field(None, description="The verdict cache used, if any.")
+    cache_withheld: int = Field(0, description="Verdicts not stored because they held a secret.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
-    calls_without_cost: int = 0
-    unscored: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = Field(0.0, description="Dollars, from litellm's offline cost map.")
+    calls_without_cost: int = Field(0, description="Calls the cost map could not price (their cost is unknown, not 0).")
+    unscored: dict[str, int] = Field(default_factory=dict, description="Unscored reason -> verdicts.")
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Ledger) -> Ledger:
+        def summed(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+            return {key: a.get(key, 0) + b.get(key, 0) for key in sorted(a.keys() | b.keys())}
+
+        return Ledger(
+            calls=self.calls + other.calls, cache_hits=self.cache_hits + other.cache_hits,
+            cache_refused=summed(self.cache_refused, other.cache_refused),
+            cache_read_only=self.cache_read_only or other.cache_read_only,
+            cache_dir=self.cache_dir or other.cache_dir, cache_withheld=self.cache_withheld + other.cache_withheld,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd, calls_without_cost=self.calls_without_cost + other.calls_without_cost,
+            unscored=summed(self.unscored, other.unscored),
+        )
 
     def over(self, budget: Budget | None) -> str | None:
         if budget is None:
@@ -104,19 +130,11 @@ class Ledger:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "cache_refused": dict(sorted(self.cache_refused.items())),
-            "cache_read_only": self.cache_read_only,
-            "cache_dir": self.cache_dir,
-            "cache_withheld": self.cache_withheld,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost_usd": round(self.cost_usd, 6),
-            "calls_without_cost": self.calls_without_cost,
-            "unscored": dict(sorted(self.unscored.items())),
-        }
+        data = self.model_dump(mode="json")
+        data["cost_usd"] = round(self.cost_usd, 6)
+        data["cache_refused"] = dict(sorted(self.cache_refused.items()))
+        data["unscored"] = dict(sorted(self.unscored.items()))
+        return data
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -124,15 +142,24 @@ def response_format(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class JudgeRunner:
+    """Asks the judge the questions of a list of jobs: any ``Backend``, any ``VerdictStore``.
+
+    ``connect`` turns a job's target into its connection (address, key); the executor's
+    ``Connector`` starts the embedded judge. One runner serves every window of a run: its
+    ledger adds up, and a small memo answers a question repeated in a later window when no
+    store does.
+    """
+
     def __init__(
         self,
         *,
-        backend: LitellmBackend | None = None,
-        cache: VerdictCache | None = None,
+        backend: Backend | None = None,
+        cache: VerdictStore | None = None,
         concurrency: int = 8,
         budget: Budget | None = None,
         on_done: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        connect: Callable[[JudgeTarget], Connection] = direct_connection,
     ):
         self.backend = backend or LitellmBackend()
         self.cache = cache
@@ -141,11 +168,12 @@ class JudgeRunner:
         self.ledger = Ledger()
         self.on_done = on_done
         self.clock = clock
+        self.connect = connect
+        self.refused: list[tuple[str, str]] = []  # (key, why) of cached verdicts not taken
         self._slots: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._versions = (__version__, litellm_version())
-        from judgekit.judge.backend import _litellm
-
-        _litellm()  # import it now (seconds), not inside the first timed call
+        self._memo: OrderedDict[str, JudgeVerdict] = OrderedDict()
+        self._prepared = False
 
     async def run(self, jobs: list[JudgeJob]) -> list[JudgeVerdict]:
         """Verdicts in job order.
@@ -184,10 +212,12 @@ class JudgeRunner:
                     self.on_done()
 
         open_questions: list[tuple[str, list[int]]] = []
+        cached_verdicts = self._cached([(key, jobs[indexes[0]].axis) for key, indexes in questions.items()])
         for key, indexes in questions.items():
-            cached = self.cache.get(key, jobs[indexes[0]].axis) if self.cache is not None else None
+            cached = cached_verdicts.get(key)
             if cached is not None and (problem := self._foreign(cached, jobs[indexes[0]])) is not None:
-                self.cache.refused.append((key, problem))
+                self.refused.append((key, problem))
+                self._count_refused(problem)
                 cached = None
             if cached is None:
                 open_questions.append((key, indexes))
@@ -196,14 +226,11 @@ class JudgeRunner:
             cached.provenance.cache_hit = True
             cached.provenance.attempts = 0
             answer(indexes, cached)
-        if self.cache is not None:
-            self.ledger.cache_dir = str(self.cache.directory)
-            self.ledger.cache_read_only = not self.cache.writable
-            for _, reason in self.cache.refused:
-                reason = reason.split(" (")[0]  # the kind of refusal, without its details
-                self.ledger.cache_refused[reason] = self.ledger.cache_refused.get(reason, 0) + 1
         if not open_questions:
             return [r for r in results if r is not None]
+        if not self._prepared:
+            self.backend.prepare()  # imports (seconds) now, not inside the first timed call
+            self._prepared = True
 
         # A read-only cache (a checkout that cannot be written) serves its hits and stores nothing.
         writer = CacheWriter(self.cache) if self.cache is not None and self.cache.writable else None
@@ -225,6 +252,8 @@ class JudgeRunner:
         async def ask(key: str, indexes: list[int]) -> None:
             try:
                 verdict = await self._judge(jobs[indexes[0]], key)
+                if verdict.status == "scored":
+                    self._remember(key, verdict)
                 if writer is None or verdict.status != "scored":
                     answer(indexes, verdict)
                     return
@@ -258,10 +287,36 @@ class JudgeRunner:
             if writer is not None:
                 writer.close()  # stores what was handed over, even on cancellation
             if self.cache is not None:
-                self.ledger.cache_withheld = self.cache.withheld
+                self.ledger.cache_withheld = self.cache.report().get("withheld", 0)
         if failures:
             raise failures[0]
         return [r for r in results if r is not None]
+
+    def _cached(self, wanted: list[tuple[str, str]]) -> dict[str, JudgeVerdict]:
+        """What the store (then the memo) already holds for these questions, read in one go."""
+        found: dict[str, JudgeVerdict] = {}
+        if self.cache is not None:
+            before = len(getattr(self.cache, "refused", ()))
+            found = self.cache.get_many(wanted)
+            report = self.cache.report()
+            self.ledger.cache_dir = report.get("directory")
+            self.ledger.cache_read_only = not self.cache.writable
+            for _, reason in list(getattr(self.cache, "refused", ()))[before:]:
+                self._count_refused(reason)
+        for key, _ in wanted:
+            if key not in found and key in self._memo:
+                found[key] = self._memo[key].model_copy(deep=True)
+        return found
+
+    def _count_refused(self, reason: str) -> None:
+        kind = reason.split(" (")[0]  # the kind of refusal, without its details
+        self.ledger.cache_refused[kind] = self.ledger.cache_refused.get(kind, 0) + 1
+
+    def _remember(self, key: str, verdict: JudgeVerdict) -> None:
+        self._memo[key] = verdict
+        self._memo.move_to_end(key)
+        while len(self._memo) > MEMO_SIZE:
+            self._memo.popitem(last=False)
 
     def _foreign(self, cached: JudgeVerdict, job: JudgeJob) -> str | None:
         """Why a cached verdict is not this job's own (None when it is).
@@ -277,7 +332,7 @@ class JudgeRunner:
         cached.provenance.model_mismatch = _mismatch(job.judge, cached.provenance.reported_model)
         return None
 
-    def _slot(self, judge: ResolvedJudge) -> asyncio.Semaphore:
+    def _slot(self, judge: JudgeTarget) -> asyncio.Semaphore:
         """Calls to one server never exceed its slots, so queued calls don't time out there."""
         key = (judge.model_pin, judge.api_base)
         if key not in self._slots:
@@ -290,7 +345,7 @@ class JudgeRunner:
             **_identity(job),
             judgekit_version=judgekit_version,
             litellm_version=llm_version,
-            created_at=datetime.now(timezone.utc),
+            created_at=utc_now(),
             cache_key=key,
             **extra,
         )
@@ -307,6 +362,7 @@ class JudgeRunner:
             return self._unscored(job, key, "budget", spent)
 
         spec = job.judge.spec
+        connection = self.connect(job.judge)
         request = CallRequest(
             model=job.judge.litellm_model,
             messages=job.prompt.messages,
@@ -315,8 +371,8 @@ class JudgeRunner:
             seed=spec.seed,
             max_tokens=spec.max_tokens,
             timeout_s=spec.timeout_s,
-            api_base=job.judge.api_base,
-            api_key=job.judge.api_key,
+            api_base=connection.api_base,
+            api_key=connection.api_key,
         )
         started = self.clock()
         attempts = prompt_tokens = completion_tokens = 0
@@ -370,7 +426,7 @@ class JudgeRunner:
                 return self._unscored(job, key, "content_filter", "the provider filtered the reply "
                                       "(finish_reason content_filter)", latency_s=latency(), **usage)
             try:
-                data = parse_answer(job.axis, reply.content)  # strict: valid as sent, or not at all
+                data = parse_answer(answer_model(job.axis), reply.content)  # strict: valid as sent, or not at all
             except InvalidAnswer as exc:
                 problem = str(exc)
                 continue
@@ -396,7 +452,7 @@ def _identity(job: JudgeJob) -> dict[str, Any]:
     }
 
 
-def _mismatch(judge: ResolvedJudge, reported: str | None) -> bool:
+def _mismatch(judge: JudgeTarget, reported: str | None) -> bool:
     """The API reported another model than the pin. Provider prefixes ('openai/') are ignored;
     a name that is merely part of the pin ('gpt-4o' for 'gpt-4o-mini-2024-07-18') is a mismatch."""
     if reported is None or judge.model_pin.startswith("local/"):

@@ -27,11 +27,13 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgekit import _time
 from judgekit._text import one_line, printable, redact
+from judgekit.axes import axis_named, judged_axes
 from judgekit.calibration.labels import AXES, Label, load_labels
 from judgekit.calibration.labels_file import append_label
 from judgekit.errors import InputError
@@ -39,7 +41,7 @@ from judgekit.rubric import Rubric
 from judgekit.trajectory import LoadedTrajectory
 
 if TYPE_CHECKING:
-    from judgekit.runner import RunRecord
+    from judgekit.run.record import RunRecord
 
 PASS, FAIL, NO_VERDICT = "pass", "fail", "none"
 RESULT_CHARS = 4000  # a tool result longer than this is cut, saying so
@@ -89,7 +91,9 @@ def judge_classes(record: RunRecord, refs: dict[str, str], axis: str, threshold:
             continue
         if verdict.source != "judge" or verdict.status != "scored":
             continue
-        passed = verdict.passed if axis == "task_success" else verdict.score >= threshold
+        spec = axis_named(axis)
+        value = spec.value(verdict)
+        passed = bool(value) if spec.binary else value is not None and value >= threshold
         classes[result.trajectory_id] = PASS if passed else FAIL
     return classes
 
@@ -118,8 +122,8 @@ class Plan:
 
 
 def kind_of(axis: str) -> str:
-    """Task success is pass/fail; the other axes are scores in [0, 1]."""
-    return "binary" if axis == "task_success" else "graded"
+    """A binary axis is labelled pass/fail; a graded one with a score in [0, 1]."""
+    return axis_named(axis).kind
 
 
 def default_labels_path(rubric: Rubric, calibration_dir: Path) -> Path:
@@ -138,8 +142,8 @@ def _axes_per_rubric(rubrics: Iterable[Rubric], axes: Sequence[str], notes: list
     for rubric in rubrics:
         if rubric.ref in axes_of:
             continue
-        wanted = [a for a in AXES if a in axes] if axes else rubric.judged_axes()
-        axes_of[rubric.ref] = tuple(a for a in wanted if getattr(rubric, a) is not None)
+        wanted = [a for a in AXES if a in axes] if axes else [a.name for a in judged_axes(rubric)]
+        axes_of[rubric.ref] = tuple(a for a in wanted if axis_named(a).criteria(rubric) is not None)
         if len(axes_of[rubric.ref]) < len(wanted):
             missing = ", ".join(a for a in wanted if a not in axes_of[rubric.ref])
             notes.append(f"rubric {rubric.ref} has no {missing} section; its trajectories are not labelled on it")
@@ -152,7 +156,7 @@ def _stratify_by(record: RunRecord, refs: dict[str, str], label_axes: list[str],
     for axis in label_axes:
         found = judge_classes(record, refs, axis, threshold)
         if found:
-            rule = "passed" if axis == "task_success" else f"score >= {threshold} counts as pass"
+            rule = "passed" if axis_named(axis).binary else f"score >= {threshold} counts as pass"
             notes.append(f"sample stratified by the judge's {axis} verdict ({rule}); "
                          "the split is not shown, to keep labelling blind")
             return found
@@ -260,7 +264,7 @@ def sections(loaded: LoadedTrajectory) -> list[tuple[str, str]]:
 
 
 def question(axis: str) -> str:
-    if axis == "task_success":
+    if axis_named(axis).binary:
         return "task_success: p = pass, f = fail (s skip, q quit): "
     return f"{axis} score in [0, 1], e.g. 1, 0.5, 0 (s skip, q quit): "
 
@@ -272,7 +276,7 @@ def parse_answer(axis: str, text: str) -> Any:
         return SKIP
     if answer in ("q", "quit"):
         return QUIT
-    if axis == "task_success":
+    if axis_named(axis).binary:
         return {"p": PASS, "pass": PASS, "f": FAIL, "fail": FAIL}.get(answer)
     try:
         score = float(answer)
@@ -363,7 +367,8 @@ class _Quit(Exception):
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    """Label times, to the second."""
+    return _time.utc_now().replace(microsecond=0)
 
 
 def _ask_axis(term: Terminal, axis: str) -> Any:
@@ -371,13 +376,13 @@ def _ask_axis(term: Terminal, axis: str) -> Any:
         answer = parse_answer(axis, term.ask(question(axis)))
         if answer is not None:
             return answer
-        term.say("expected p or f" if axis == "task_success" else "expected a number from 0 to 1")
+        term.say("expected p or f" if axis_named(axis).binary else "expected a number from 0 to 1")
 
 
 def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[], datetime], outcome: Outcome,
                      append: Callable[[Path, Label], None] = append_label) -> None:
     for axis in task.axes:
-        term.section(f"{axis}: guide", printable(getattr(task.rubric, axis).guide.strip()))
+        term.section(f"{axis}: guide", printable(axis_named(axis).criteria(task.rubric).guide.strip()))
         answer = _ask_axis(term, axis)
         if answer is QUIT:
             raise _Quit
@@ -385,7 +390,7 @@ def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[],
             outcome.skipped += 1
             continue
         note = term.ask("note (optional, Enter for none): ").strip() or None
-        value = {"label": answer} if axis == "task_success" else {"score": answer}
+        value = {"label": answer} if axis_named(axis).binary else {"score": answer}
         label = Label(trajectory_id=task.loaded.trajectory.id, axis=axis, labeler=labeler,
                       labeled_at=now(), note=note, **value)
         append(task.labels_path, label)

@@ -1,0 +1,65 @@
+"""Exit codes, and the wrapper that turns every error into one line and its code.
+
+    0  ok (and the gate passed, when one was asked for)
+    1  the gate failed (or calibration refused a judge): the measurement says no
+    2  usage or input error: a bad file, flag or setting, named with its place
+    3  internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)
+
+CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from functools import wraps
+
+import click
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def handle_errors(func):
+    """JudgekitError -> one line and exit 2; anything else -> exit 3 (traceback with JUDGEKIT_DEBUG=1)."""
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        from judgekit.cli._out import one_line, say
+        from judgekit.errors import JudgekitError
+
+        try:
+            return func(*args, **kwargs)
+        except JudgekitError as exc:
+            say(f"judgekit: error: {one_line(str(exc))}", err=True)
+            sys.exit(EXIT_INPUT)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:
+            sys.exit(EXIT_OK)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("JUDGEKIT_DEBUG"):
+                traceback.print_exc()
+            say(f"judgekit: internal error: {type(exc).__name__}: {one_line(str(exc))} (set JUDGEKIT_DEBUG=1 for a traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+class AxisChoice(click.Choice):
+    """An axis name, checked against the axis table (read only when a value or the help needs
+    it, so the CLI starts without importing it). ``judged``: only axes a judge answers."""
+
+    def __init__(self, *, judged: bool = False):
+        self.judged = judged
+        super().__init__([], case_sensitive=True)
+
+    @property
+    def choices(self):
+        from judgekit.axes import AXES
+
+        return [name for name, axis in AXES.items() if axis.answer is not None or not self.judged]
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass  # always the table's

@@ -1,0 +1,248 @@
+"""Running a suite: plan a window, execute its judge questions, merge, let the results go.
+
+``run_suite`` / ``run_suite_async`` return a complete ``RunRecord`` (or, with ``keep_results=False``,
+one without the per-trajectory results, which went to ``on_result`` and ``out`` as they were
+merged). Memory is bounded by the window, not by the suite: a run of a million trajectories
+holds a window of them, the per-axis tallies and the gate's running means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from judgekit._files import relative_to
+from judgekit._time import utc_now
+from judgekit._version import __version__
+from judgekit.calibration.approval import JudgeIdentity
+from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
+from judgekit.gate import Gate
+from judgekit.judge.backend import Backend
+from judgekit.judge.resolve import Connector, JudgeOverride
+from judgekit.results import TrajectoryResult
+from judgekit.run.judging import JudgeJob, JudgeRunner, Ledger
+from judgekit.run.merge import merge
+from judgekit.run.plan import DEFAULT_WINDOW, RunPlan, Select, iter_plans
+from judgekit.run.record import (
+    JudgeSeen,
+    RubricEntry,
+    RunFooter,
+    RunHeader,
+    RunRecord,
+    SummaryBuilder,
+    new_run_id,
+    project_state,
+)
+from judgekit.suite import Budget, LoadedSuite, load_suite
+from judgekit.verdict import JudgeVerdict
+
+
+@dataclass
+class RunOptions:
+    """How to run (none of it changes what is measured, except ``override``, which is recorded)."""
+
+    override: JudgeOverride = field(default_factory=JudgeOverride)
+    allow_floating: bool = False
+    concurrency: int | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    budget: Budget | None = None
+    backend: Backend | None = None
+    progress: Callable[[int], Callable[[], None]] | None = None  # questions in a window -> per-verdict tick
+    window: int = DEFAULT_WINDOW
+
+
+class Executor(Protocol):
+    """Answers a window's judge questions, verdicts in job order. The local one below runs them
+    on this machine's event loop; a Ray or queue-backed one can take its place."""
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    async def execute(self, jobs: Sequence[JudgeJob]) -> list[JudgeVerdict]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Today's executor: identical questions asked once, bounded concurrency, every verdict to
+    the store's writer thread as it is validated, the budget; the embedded judge is started on
+    first use and stopped on ``close``."""
+
+    def __init__(self, *, store: VerdictStore | None, backend: Backend | None = None, concurrency: int = 8,
+                 budget: Budget | None = None, progress: Callable[[int], Callable[[], None]] | None = None):
+        self._stack = ExitStack()
+        self.store = store
+        self.progress = progress
+        self.runner = JudgeRunner(backend=backend, cache=store, concurrency=concurrency, budget=budget,
+                                  connect=Connector(self._stack))
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.runner.ledger
+
+    async def execute(self, jobs: Sequence[JudgeJob]) -> list[JudgeVerdict]:
+        self.runner.on_done = self.progress(len(jobs)) if self.progress else None
+        return await self.runner.run(list(jobs))
+
+    def close(self) -> None:
+        try:
+            self._stack.close()
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+
+def open_store(loaded: LoadedSuite, options: RunOptions) -> VerdictStore | None:
+    """The suite's verdict cache (``--cache-dir``, else the suite's, else .judgekit/cache), or None."""
+    if not options.use_cache:
+        return None
+    suite = loaded.suite
+    return VerdictCache(options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR))
+
+
+def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:
+    return LocalExecutor(store=open_store(loaded, options), backend=options.backend,
+                         concurrency=options.concurrency or loaded.suite.concurrency,
+                         budget=options.budget or loaded.suite.budget, progress=options.progress)
+
+
+class _Judges:
+    """Which judges answered, and whether each one's verdicts gated."""
+
+    def __init__(self, gate: Gate):
+        self.gate = gate
+        self.seen: dict[str, JudgeSeen] = {}
+
+    def add(self, result: TrajectoryResult) -> None:
+        for name, res in result.axes.items():
+            if res.judge is None:
+                continue
+            identity = JudgeIdentity.of(res.judge)
+            key = identity.fingerprint
+            if key not in self.seen:
+                self.seen[key] = JudgeSeen(fingerprint=key, model_pin=identity.model_pin, endpoint=identity.endpoint,
+                                           rubric=identity.rubric, axes={}, verdicts=0)
+            seen = self.seen[key]
+            seen.verdicts += 1
+            if name not in seen.axes:
+                approval = self.gate.approval_of(identity)
+                seen.axes[name] = "approved" if approval is not None and approval.approved(name) else "advisory"
+
+    def list(self) -> list[JudgeSeen]:
+        return [self.seen[key] for key in sorted(self.seen)]
+
+
+def header_for(loaded: LoadedSuite, suite_file: Path) -> RunHeader:
+    base = loaded.base_dir
+    return RunHeader(
+        run_id=new_run_id(),
+        suite=loaded.suite.name,
+        suite_file=_as_given(suite_file),
+        project=project_state(base),
+        judgekit_version=__version__,
+        started_at=utc_now(),
+        rubrics={
+            ref: RubricEntry(sha256=rubric.sha256(), file=relative_to(loaded.rubric_files[ref], base))
+            for ref, rubric in sorted(loaded.rubrics.items())
+        },
+        gate=loaded.suite.gate,
+        calibration_dir=loaded.suite.calibration_dir,
+    )
+
+
+def _as_given(path: Path) -> str:
+    """The suite file relative to the working directory when it is under it."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
+async def run_suite_async(
+    suite: str | Path | LoadedSuite,
+    *,
+    options: RunOptions | None = None,
+    select: Select = None,
+    executor: Executor | None = None,
+    on_result: Callable[[TrajectoryResult], None] | None = None,
+    keep_results: bool = True,
+    out: str | Path | None = None,
+) -> RunRecord:
+    """Run ``suite`` (a suite file, a folder with suite.yaml, or a loaded suite) and return its
+    record, gate report embedded. Safe to await from inside a running event loop.
+
+    ``out``: write the record there as it is made (JSON Lines, atomically: the file appears
+    when the run ends, never half-written). ``on_result``: called with each trajectory's result
+    as soon as it is merged. ``keep_results=False``: the record returned leaves them out (for
+    runs too big to hold). ``executor``: answers the judge questions (default: this machine's).
+    """
+    from judgekit._files import AtomicFile
+
+    options = options or RunOptions()
+    loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
+    header = header_for(loaded, loaded.path)
+    gate = Gate(loaded.suite.gate, loaded.resolve(loaded.suite.calibration_dir))
+    summary = SummaryBuilder()
+    judges = _Judges(gate)
+    kept: list[TrajectoryResult] = []
+    count = 0
+    own_executor = executor is None
+    with ExitStack() as stack:
+        writer = stack.enter_context(AtomicFile(out)) if out is not None else None
+        if writer is not None:
+            writer.write('{"header":' + header.model_dump_json() + "}\n")
+        if own_executor:
+            stack.callback(lambda: executor is not None and executor.close())
+        plans = iter_plans(loaded, select=select, override=options.override, allow_floating=options.allow_floating,
+                           window=options.window)
+        while (plan := await asyncio.to_thread(next, plans, None)) is not None:
+            if plan.judgements:
+                if executor is None:
+                    executor = local_executor(loaded, options)
+                verdicts = await executor.execute(plan.jobs)
+                results = merge(plan, verdicts)
+            else:
+                results = plan.items
+            for result in results:
+                count += 1
+                summary.add(result)
+                gate.add(result)
+                judges.add(result)
+                if writer is not None:
+                    writer.write('{"result":' + result.model_dump_json() + "}\n")
+                if on_result is not None:
+                    on_result(result)
+                if keep_results:
+                    kept.append(result)
+        footer = RunFooter(
+            finished_at=utc_now(), trajectories=count, summary=summary.summary(),
+            ledger=executor.ledger.model_copy(deep=True) if executor is not None else None,
+            judges=judges.list(), gate_report=gate.report(),
+        )
+        if writer is not None:
+            writer.write('{"footer":' + footer.model_dump_json() + "}\n")
+    return RunRecord.of(header, kept, footer)
+
+
+def run_suite(suite: str | Path | LoadedSuite, **kwargs) -> RunRecord:
+    """``run_suite_async`` for callers without an event loop; from inside a running loop (a
+    notebook) it runs on a thread of its own, so it works there too."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_suite_async(suite, **kwargs))
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run_suite_async(suite, **kwargs)).result()
+
+
+def execute_plan(plan: RunPlan, executor: Executor) -> list[JudgeVerdict]:
+    """A plan's verdicts from ``executor`` (from synchronous code)."""
+    return asyncio.run(executor.execute(plan.jobs))

@@ -1,0 +1,352 @@
+"""The run record, format 2: a stream of JSON Lines, so neither writing nor reading needs it whole.
+
+    {"header": {...}}     what was run: suite, rubrics and their hashes, project commit, gate policy
+    {"result": {...}}     one line per trajectory, in suite order
+    {"footer": {...}}     how it ended: summary per axis, ledger, judges seen, the gate's report
+
+Paths in it are relative to the suite's folder, so records of one suite compare across
+machines. A file without its footer is a run that did not finish (or a cut file) and is refused.
+Format 1 (one JSON document, ``judgekit run --out`` before format 2) is read through a
+numbered migration (``MIGRATIONS``) into the same model.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judgekit._io import MAX_FILE_BYTES, MAX_LINE_BYTES, describe_validation_error, open_regular_file, read_json, strict_json_loads
+from judgekit._time import utc_now
+from judgekit.axes import axis_named
+from judgekit.errors import InputError
+from judgekit.gate import GateReport
+from judgekit.results import TrajectoryResult
+from judgekit.run.judging import Ledger
+from judgekit.suite import GatePolicy
+
+RUN_FORMAT = "judgekit-run"
+RUN_FORMAT_VERSION = 2
+CI_BUILD_VARIABLES = ("JUDGEKIT_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID", "BUILD_ID")
+"""Where the CI build id is read from, first set wins (GitHub Actions, GitLab, Buildkite, Jenkins)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class AxisSummary(_Strict):
+    scored: int = Field(description="Trajectories scored on this axis.")
+    unscored: int = Field(0, description="Trajectories the judge gave no valid verdict for (never pass or fail).")
+    errors: int = Field(description="Trajectories whose axis could not be scored (bad input).")
+    passed: int | None = Field(None, description="Binary axes: how many passed.")
+    mean_score: float | None = Field(None, description="Mean score over scored trajectories.")
+
+
+class ProjectState(_Strict):
+    """The evaluated project, where it can be told: a record says which commit it measured."""
+
+    git_commit: str | None = Field(None, description="HEAD of the git repository holding the suite.")
+    git_dirty: bool | None = Field(None, description="Tracked files differed from that commit.")
+    ci_build: str | None = Field(None, description=f"The CI build id (first set of {', '.join(CI_BUILD_VARIABLES)}).")
+
+
+class RubricEntry(_Strict):
+    sha256: str
+    file: str = Field(description="The rubric file, relative to the suite's folder.")
+
+
+class JudgeSeen(_Strict):
+    """A judge that answered in this run, with its approval status per axis at run time."""
+
+    fingerprint: str
+    model_pin: str
+    endpoint: str
+    rubric: str
+    axes: dict[str, Literal["approved", "advisory"]] = Field(description="Axis -> whether its verdicts gated.")
+    verdicts: int = Field(description="Verdicts it gave in this run (unscored included).")
+
+
+class RunHeader(_Strict):
+    format: Literal["judgekit-run"] = RUN_FORMAT
+    format_version: Literal[2] = RUN_FORMAT_VERSION
+    run_id: str = Field(description="Unique id of this run (time-sortable).")
+    suite: str = Field(description="Suite name.")
+    suite_file: str = Field(description="The suite file as given (relative to the working directory, when it was).")
+    project: ProjectState = Field(default_factory=ProjectState)
+    judgekit_version: str
+    started_at: datetime
+    rubrics: dict[str, RubricEntry] = Field(description="id@version -> hash and file.")
+    gate: GatePolicy = Field(default_factory=GatePolicy, description="The suite's gate policy at run time.")
+    calibration_dir: str = Field("calibration", description="Approval records, relative to the suite's folder.")
+
+
+class RunFooter(_Strict):
+    finished_at: datetime
+    trajectories: int = Field(description="Result lines in the record.")
+    summary: dict[str, AxisSummary] = Field(description="Axis -> summary.")
+    ledger: Ledger | None = Field(None, description="Judge calls, cache use, tokens and cost (None: nothing judged).")
+    judges: list[JudgeSeen] = Field(default_factory=list)
+    gate_report: GateReport | None = Field(None, description="The gate, as decided at run time.")
+
+
+class RunRecord(RunHeader, RunFooter):
+    """A whole run in memory: the header's fields, every result, the footer's fields."""
+
+    results: list[TrajectoryResult] = Field(default_factory=list, description="One record per trajectory.")
+
+    @classmethod
+    def of(cls, header: RunHeader, results: list[TrajectoryResult], footer: RunFooter) -> RunRecord:
+        return cls(**dict(header), **dict(footer), results=results)
+
+    @property
+    def header(self) -> RunHeader:
+        return RunHeader(**{name: getattr(self, name) for name in RunHeader.model_fields})
+
+    @property
+    def footer(self) -> RunFooter:
+        return RunFooter(**{name: getattr(self, name) for name in RunFooter.model_fields})
+
+    @property
+    def suite_dir(self) -> Path:
+        return Path(self.suite_file).parent
+
+    def calibration_path(self) -> Path:
+        return self.suite_dir / self.calibration_dir
+
+    def write(self, path: str | Path) -> None:
+        """Write this record to ``path`` as format 2 JSON Lines (atomically, secrets masked)."""
+        from judgekit._files import AtomicFile
+
+        with AtomicFile(path) as handle:
+            handle.write('{"header":' + self.header.model_dump_json() + "}\n")
+            for result in self.results:
+                handle.write('{"result":' + result.model_dump_json() + "}\n")
+            handle.write('{"footer":' + self.footer.model_dump_json() + "}\n")
+
+
+class RunLine(_Strict):
+    """One line of a run record: exactly one of its three kinds."""
+
+    header: RunHeader | None = None
+    result: TrajectoryResult | None = None
+    footer: RunFooter | None = None
+
+
+# --- building -------------------------------------------------------------------------------
+
+
+def new_run_id() -> str:
+    """``20261201T110533Z-3f9a1c``: sorts by start time, unique by its random tail."""
+    return f"{utc_now():%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def project_state(folder: Path, environ=os.environ) -> ProjectState:
+    """The git commit (and whether tracked files changed) of the repository holding ``folder``,
+    and the CI build id; each None where it cannot be told (no git, not a repository)."""
+    ci_build = next((environ[name] for name in CI_BUILD_VARIABLES if environ.get(name)), None)
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--verify", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return ProjectState(git_commit=commit.strip() if commit else None,
+                        git_dirty=None if dirty is None else bool(dirty.strip()), ci_build=ci_build)
+
+
+class SummaryBuilder:
+    """Per-axis counts and means, one result at a time (nothing kept per trajectory)."""
+
+    def __init__(self) -> None:
+        self._axes: dict[str, dict[str, Any]] = {}
+
+    def add(self, result: TrajectoryResult) -> None:
+        for name, res in result.axes.items():
+            tally = self._axes.setdefault(name, {"scored": 0, "unscored": 0, "errors": 0, "passed": 0,
+                                                  "scores": 0, "total": 0.0})
+            if res.status == "scored":
+                tally["scored"] += 1
+                if axis_named(name).binary and res.passed:
+                    tally["passed"] += 1
+                if res.score is not None:
+                    tally["scores"] += 1
+                    tally["total"] += res.score
+            elif res.status == "unscored":
+                tally["unscored"] += 1
+            else:
+                tally["errors"] += 1
+
+    def summary(self) -> dict[str, AxisSummary]:
+        return {
+            name: AxisSummary(
+                scored=t["scored"], unscored=t["unscored"], errors=t["errors"],
+                passed=t["passed"] if axis_named(name).binary else None,
+                mean_score=round(t["total"] / t["scores"], 6) if t["scores"] else None,
+            )
+            for name, t in sorted(self._axes.items())
+        }
+
+
+def summarise(results: list[TrajectoryResult]) -> dict[str, AxisSummary]:
+    builder = SummaryBuilder()
+    for result in results:
+        builder.add(result)
+    return builder.summary()
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 (one JSON document) -> format 2's fields. Absolute paths stay as they were;
+    the project's commit was not recorded; the gate was not embedded (``gate`` recomputes it)."""
+    known = {"format_version", "suite", "suite_path", "judgekit_version", "started_at", "finished_at", "rubrics",
+             "summary", "ledger", "gate", "calibration_dir", "results"}
+    if not isinstance(data, dict) or data.get("format_version") != 1 or not set(data) <= known:
+        raise ValueError("not a format 1 run record")
+    results = data.get("results")
+    suite_path = str(data.get("suite_path", ""))
+    return {
+        "run_id": "v1-" + str(data.get("started_at", "unknown")),
+        "suite": data.get("suite"),
+        "suite_file": suite_path,
+        "judgekit_version": data.get("judgekit_version"),
+        "started_at": data.get("started_at"),
+        "rubrics": data.get("rubrics"),
+        "gate": data.get("gate", {}),
+        "calibration_dir": data.get("calibration_dir") or "calibration",
+        "results": results,
+        "finished_at": data.get("finished_at"),
+        "trajectories": len(results) if isinstance(results, list) else 0,
+        "summary": data.get("summary"),
+        "ledger": data.get("ledger"),
+    }
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+"""Format version -> the function that reads it as format 2."""
+
+
+@dataclass
+class RunStream:
+    """A format 2 record read line by line: ``header`` first, ``results()`` streamed, ``footer``
+    checked at the end (a record without one is refused when the results run out)."""
+
+    path: Path
+    header: RunHeader
+    footer: RunFooter | None = None
+
+    def calibration_path(self) -> Path:
+        return Path(self.header.suite_file).parent / self.header.calibration_dir
+
+    @property
+    def gate(self) -> GatePolicy:
+        return self.header.gate
+
+    @property
+    def results(self) -> Iterator[TrajectoryResult]:
+        return self.iter_results()
+
+    def iter_results(self) -> Iterator[TrajectoryResult]:
+        count = 0
+        for line_no, line in _lines(self.path):
+            if line_no == 1:
+                continue
+            if line.header is not None:
+                raise InputError("a second header: two run records in one file?", self.path, line_no)
+            if line.footer is not None:
+                if line.footer.trajectories != count:
+                    raise InputError(f"the footer counts {line.footer.trajectories} trajectories, the record "
+                                     f"holds {count}", self.path, line_no)
+                self.footer = line.footer
+                return
+            count += 1
+            yield line.result
+        raise InputError("the run record ends without its footer: the run did not finish, or the file was cut",
+                         self.path)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, RunLine]]:
+    with open_regular_file(path, expected="a run record") as handle:
+        line_no = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            line_no += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(f"line longer than {MAX_LINE_BYTES} bytes", path, line_no)
+            if not raw.strip():
+                continue
+            try:
+                data = strict_json_loads(raw)
+                line = RunLine.model_validate(data)
+            except ValidationError as exc:
+                raise InputError(f"not a run record line: {describe_validation_error(exc)}", path, line_no) from None
+            except ValueError as exc:
+                raise InputError(f"invalid JSON: {exc}", path, line_no) from None
+            if sum(part is not None for part in (line.header, line.result, line.footer)) != 1:
+                raise InputError("a run record line holds exactly one of header, result, footer", path, line_no)
+            yield line_no, line
+
+
+def _first_line(path: Path) -> bytes:
+    with open_regular_file(path, expected="a run record") as handle:
+        return handle.readline(MAX_LINE_BYTES + 1)
+
+
+def open_run(path: str | Path) -> RunStream | RunRecord:
+    """A run record of either format: format 2 as a stream, format 1 migrated, whole, in memory."""
+    path = Path(path)
+    first = _first_line(path)
+    try:
+        data = strict_json_loads(first) if first.strip() else None
+    except ValueError:
+        data = None  # format 1 spreads one document over many lines
+    if isinstance(data, dict) and "header" in data:
+        for line_no, line in _lines(path):
+            if line.header is None:
+                raise InputError("a run record starts with its header", path, line_no)
+            return RunStream(path, line.header)
+    document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
+    version = document.get("format_version") if isinstance(document, dict) else None
+    if not isinstance(document, dict) or version not in MIGRATIONS:
+        raise InputError(f"not a run record (format {RUN_FORMAT_VERSION} is JSON Lines starting with a header "
+                         "line; format 1 is one JSON document)", path)
+    try:
+        return RunRecord.model_validate(MIGRATIONS[version](document))
+    except (ValueError, ValidationError) as exc:
+        detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise InputError(f"not a run record: {detail}", path) from None
+
+
+def read_run(path: str | Path) -> RunRecord:
+    """A run record of either format, whole, in memory."""
+    opened = open_run(path)
+    if isinstance(opened, RunRecord):
+        return opened
+    results = list(opened.iter_results())
+    return RunRecord.of(opened.header, results, opened.footer)
+
+
+def is_run_record(path: Path) -> bool:
+    """Whether ``path`` holds a judgekit run record (either format): ``--out`` may replace it."""
+    try:
+        first = _first_line(path)
+        data = strict_json_loads(first) if first.strip() else None
+        if isinstance(data, dict) and isinstance(data.get("header"), dict):
+            return data["header"].get("format") == RUN_FORMAT
+        document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
+    except (InputError, ValueError):
+        return False
+    return isinstance(document, dict) and {"format_version", "suite", "results"} <= document.keys()
