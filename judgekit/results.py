@@ -142,6 +142,8 @@ def _read_axes(value: Any) -> dict[str, _AxisResultBase]:
         model = _RESULT_MODELS.get(name)
         if model is None:
             raise ValueError(f"axes: {str(name)[:60]!r} is not an axis judgekit knows")
+        if isinstance(item, dict) and "axis" in item and item["axis"] != name:
+            raise ValueError(f"axes: {name!r} holds a {str(item['axis'])[:60]} result")
         if isinstance(item, _AxisResultBase):
             result = item
         else:

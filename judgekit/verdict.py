@@ -7,6 +7,7 @@ reason, never pass and never fail. Every verdict carries its provenance.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -95,6 +96,36 @@ def parse_answer(model: type[_Answer], text: str | None) -> _Answer:
     except ValueError as exc:
         raise InvalidAnswer(f"invalid JSON: {exc}") from None
     return check_answer(model, data)
+
+
+@dataclass(frozen=True)
+class ReplyProblem:
+    """Why a judge's reply is no answer: unscored for ``reason``, or (``retry``) worth asking again."""
+
+    reason: UnscoredReason
+    detail: str
+    retry: bool = False
+
+
+def read_reply(axis: str, content: str | None, refusal: str | None, finish_reason: str | None,
+               max_tokens: int) -> _Answer | ReplyProblem:
+    """A judge's reply as the axis's typed answer, or the problem with it.
+
+    A refusal is a refusal. A reply cut short (``finish_reason`` length) or filtered is not the
+    judge's whole answer, even when what arrived happens to parse; asking again at temperature
+    0 would get the same. Text that is not a valid answer may be asked again (``retry``).
+    """
+    if refusal or (content is None and refusal is not None):
+        return ReplyProblem("refusal", refusal or "refused")
+    if finish_reason == "length":
+        return ReplyProblem("truncated", f"the reply was cut at max_tokens={max_tokens} (finish_reason length): "
+                            "raise the judge's max_tokens")
+    if finish_reason == "content_filter":
+        return ReplyProblem("content_filter", "the provider filtered the reply (finish_reason content_filter)")
+    try:
+        return parse_answer(answer_model(axis), content)  # strict: valid as sent, or not at all
+    except InvalidAnswer as exc:
+        return ReplyProblem("parse_failure", str(exc), retry=True)
 
 
 class Provenance(BaseModel):

@@ -22,8 +22,12 @@ def main() -> None:
     Three independent axes: task success (from the world's end state), tool correctness
     (pre-registered points) and faithfulness (claims traced to evidence).
 
-    Exit codes: 0 ok, 1 the gate failed (or calibration refused a judge), 2 usage or input
-    error, 3 internal error.
+    \b
+    Exit codes:
+      0 ok
+      1 the gate failed (or calibration refused a judge)
+      2 usage or input error
+      3 internal error
     """
 
 

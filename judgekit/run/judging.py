@@ -27,7 +27,7 @@ from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
 from judgekit.suite import Budget
-from judgekit.verdict import InvalidAnswer, JudgeVerdict, Provenance, answer_model, parse_answer
+from judgekit.verdict import JudgeVerdict, Provenance, ReplyProblem, answer_model, read_reply
 
 MEMO_SIZE = 4096  # verdicts remembered across windows when no cache answers repeats
 
@@ -414,24 +414,14 @@ class JudgeRunner:
                 "cost_usd": cost,
                 "attempts": attempts,
             }
-            if reply.refusal or (reply.content is None and reply.refusal is not None):
-                return self._unscored(job, key, "refusal", reply.refusal or "refused",
-                                      latency_s=latency(), **usage)
-            # A reply cut short or filtered is not the judge's whole answer, even when what
-            # arrived happens to parse; asking again at temperature 0 would get the same.
-            if reply.finish_reason == "length":
-                return self._unscored(job, key, "truncated", f"the reply was cut at max_tokens={spec.max_tokens} "
-                                      "(finish_reason length): raise the judge's max_tokens", latency_s=latency(), **usage)
-            if reply.finish_reason == "content_filter":
-                return self._unscored(job, key, "content_filter", "the provider filtered the reply "
-                                      "(finish_reason content_filter)", latency_s=latency(), **usage)
-            try:
-                data = parse_answer(answer_model(job.axis), reply.content)  # strict: valid as sent, or not at all
-            except InvalidAnswer as exc:
-                problem = str(exc)
-                continue
+            outcome = read_reply(job.axis, reply.content, reply.refusal, reply.finish_reason, spec.max_tokens)
+            if isinstance(outcome, ReplyProblem):
+                if outcome.retry:  # not an answer; asked again while retries are left
+                    problem = outcome.detail
+                    continue
+                return self._unscored(job, key, outcome.reason, outcome.detail, latency_s=latency(), **usage)
             return JudgeVerdict(
-                axis=job.axis, status="scored", answer=data,
+                axis=job.axis, status="scored", answer=outcome,
                 provenance=self._provenance(job, key, latency_s=latency(), **usage),
             )
         return self._unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)

@@ -1,0 +1,218 @@
+"""The run as a library object: run_suite / run_suite_async, plan -> execute -> merge, the axis
+table, the run record format 2 (and format 1 read through its migration), exit codes."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
+
+import asyncio
+import json
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from click.testing import CliRunner
+from pydantic import Field
+
+import judgekit
+from judgekit import axes as axis_table
+from judgekit.cli import main as cli_main
+from judgekit.judge.resolve import JudgeOverride
+from judgekit.results import AxisResultBase, TrajectoryResult, _RESULT_MODELS
+from judgekit.run import LocalExecutor, RunOptions, merge, plan_run, read_run, run_suite, run_suite_async
+from judgekit.run.record import RunRecord
+from judgekit.suite import load_suite
+from judgekit.testing import ScriptedOpenAIServer
+from test_judge_runner import MODEL, example_suite, scripted_judge
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer(scripted_judge) as srv:
+        yield srv
+
+
+def options_for(server, tmp_path: Path, **extra) -> RunOptions:
+    return RunOptions(override=JudgeOverride(model=MODEL, api_base=server.base_url), cache_dir=tmp_path / "cache",
+                      **extra)
+
+
+# --- the library API ---------------------------------------------------------------------------
+
+
+def test_run_suite_on_the_example_returns_a_complete_record(server, tmp_path):
+    record = judgekit.run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path))
+    assert isinstance(record, judgekit.RunRecord)
+    assert len(record.results) == record.trajectories == 9
+    assert set(record.summary) == {"task_success", "tool_correctness", "faithfulness"}
+    assert all(r.axes["faithfulness"].status == "scored" for r in record.results)
+    asked = {j.job.key for j in plan_run(load_suite(ROOT / "examples" / "email-update"),
+                                          override=JudgeOverride(model=MODEL, api_base=server.base_url)).judgements}
+    assert record.ledger.calls == len(asked) < 9 and record.ledger.cache_hits == 0  # one call per distinct question
+    assert record.gate_report is not None and [a.axis for a in record.gate_report.axes] == sorted(record.summary)
+    judges = {j.model_pin: j.axes for j in record.judges}
+    assert judges == {MODEL: {"faithfulness": "advisory"}}  # no approval record: shown, never gating
+    assert record.project.git_commit is None or re.fullmatch(r"[0-9a-f]{40}", record.project.git_commit)
+    assert all(not Path(r.source.split(":")[0]).is_absolute() for r in record.results)  # compare across machines
+
+
+def test_run_suite_async_inside_a_running_event_loop(server, tmp_path):
+    async def inside() -> tuple[RunRecord, RunRecord]:
+        asyncio.get_running_loop()  # this coroutine runs on a loop, as in a notebook or a web app
+        awaited = await run_suite_async(ROOT / "examples" / "email-update", options=options_for(server, tmp_path))
+        blocking = run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path))
+        return awaited, blocking
+
+    awaited, blocking = asyncio.run(inside())
+    assert [r.trajectory_id for r in awaited.results] == [r.trajectory_id for r in blocking.results]
+    assert blocking.ledger.calls == 0 and blocking.ledger.cache_hits == 9  # the second one read the cache
+    assert [r.axes["faithfulness"].score for r in awaited.results] == [r.axes["faithfulness"].score for r in blocking.results]
+
+
+def test_plan_execute_merge_equals_run_suite(server, tmp_path):
+    loaded = load_suite(ROOT / "examples" / "email-update")
+    plan = plan_run(loaded, override=JudgeOverride(model=MODEL, api_base=server.base_url))
+    assert len(plan.items) == 9 and len(plan.judgements) == 9
+    executor = LocalExecutor(store=None)
+    try:
+        verdicts = asyncio.run(executor.execute(plan.jobs))
+    finally:
+        executor.close()
+    merged = merge(plan, verdicts)
+    whole = run_suite(loaded, options=options_for(server, tmp_path, use_cache=False))
+    strip = {"axes": {"faithfulness": {"judge": {"created_at", "latency_s", "cache_hit", "attempts"}}}}
+    assert [r.model_dump(exclude=strip) for r in merged] == [r.model_dump(exclude=strip) for r in whole.results]
+
+
+def test_a_plan_pickles_and_holds_no_secret(tmp_path, monkeypatch):
+    secret = "sk-live-" + "Zq7" * 12
+    monkeypatch.setenv("JUDGE_KEY_FOR_TEST", secret)
+    suite = example_suite(tmp_path / "s", judge={"model": MODEL, "api_base": "http://127.0.0.1:9/v1",
+                                                 "api_key_env": "JUDGE_KEY_FOR_TEST"})
+    plan = plan_run(load_suite(suite))
+    data = pickle.dumps(plan)
+    assert secret.encode() not in data and b"Zq7Zq7" not in data
+    back = pickle.loads(data)
+    assert [j.job.key for j in back.judgements] == [j.job.key for j in plan.judgements]
+    assert {j.job.judge.api_key_env for j in back.judgements} == {"JUDGE_KEY_FOR_TEST"}
+    assert [r.model_dump() for r in back.items] == [r.model_dump() for r in plan.items]
+
+
+def test_windows_give_the_same_record_as_one_window(server, tmp_path):
+    suite = ROOT / "examples" / "email-update"
+    one = run_suite(suite, options=options_for(server, tmp_path, window=10_000))
+    small = run_suite(suite, options=options_for(server, tmp_path, window=2))
+    strip = {"axes": {"faithfulness": {"judge": {"created_at", "latency_s", "cache_hit", "attempts"}}}}
+    assert [r.model_dump(exclude=strip) for r in small.results] == [r.model_dump(exclude=strip) for r in one.results]
+    assert small.summary == one.summary and small.gate_report == one.gate_report
+
+
+def test_results_stream_to_the_caller_and_the_record_file(server, tmp_path):
+    seen: list[str] = []
+    out = tmp_path / "run.jsonl"
+    record = run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path),
+                       on_result=lambda r: seen.append(r.trajectory_id), keep_results=False, out=out)
+    assert record.results == [] and len(seen) == record.trajectories == 9
+    back = read_run(out)
+    assert [r.trajectory_id for r in back.results] == seen
+    assert back.summary == record.summary and back.run_id == record.run_id
+    lines = out.read_text().splitlines()
+    assert [next(iter(json.loads(line))) for line in lines] == ["header"] + ["result"] * 9 + ["footer"]
+
+
+def test_a_record_cut_before_its_footer_is_refused(server, tmp_path):
+    out = tmp_path / "run.jsonl"
+    run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path), out=out)
+    lines = out.read_text().splitlines(keepends=True)
+    (tmp_path / "cut.jsonl").write_text("".join(lines[:-1]))
+    gated = CliRunner().invoke(cli_main, ["gate", str(tmp_path / "cut.jsonl")])
+    assert gated.exit_code == 2 and "ends without its footer" in gated.output
+    (tmp_path / "short.jsonl").write_text("".join(lines[:3] + lines[-1:]))
+    gated = CliRunner().invoke(cli_main, ["gate", str(tmp_path / "short.jsonl")])
+    assert gated.exit_code == 2 and "the footer counts 9 trajectories, the record holds 2" in gated.output
+
+
+# --- the axis table ----------------------------------------------------------------------------
+
+
+def test_no_module_switches_on_an_axis_name():
+    pattern = re.compile(r"""axis\w*(\.name|\.axis)?\s*[!=]=\s*["']""")
+    offenders = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+                 for path in sorted((ROOT / "judgekit").rglob("*.py")) if path.name != "axes.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+
+
+class CallCountResult(AxisResultBase):
+    axis: Literal["call_count"] = "call_count"
+    score: float | None = Field(None)
+    calls: int = 0
+
+
+@pytest.fixture
+def toy_axis():
+    """A toy deterministic axis, added the one way an axis is added: a row of the table."""
+    toy = axis_table.Axis(
+        name="call_count", kind="graded", result=CallCountResult,
+        criteria=lambda rubric: rubric.tool_correctness,  # scored wherever tool correctness is
+        gate_minimum=lambda policy: 0.5, figure="mean score",
+        value=lambda result: result.score, describe=lambda result: f"{result.calls} call(s)",
+        score=lambda criteria, trajectory, world: CallCountResult(
+            score=1.0 if len(trajectory.calls) <= 2 else 0.0, calls=len(trajectory.calls)),
+    )
+    axis_table.register(toy)
+    try:
+        yield toy
+    finally:
+        del axis_table.AXES["call_count"]
+        del _RESULT_MODELS["call_count"]
+
+
+def test_a_toy_axis_needs_only_its_row_in_the_table(toy_axis, server, tmp_path):
+    out = tmp_path / "run.jsonl"
+    record = run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path), out=out)
+    counts = {r.trajectory_id: r.axes["call_count"].calls for r in record.results}
+    assert len(counts) == 9 and all(isinstance(n, int) for n in counts.values())
+    assert record.summary["call_count"].scored == 9
+    gated = {a.axis: a for a in record.gate_report.axes}["call_count"]
+    assert gated.minimum == 0.5 and gated.gating_n == 9
+    assert read_run(out).results[0].axes["call_count"].calls == record.results[0].axes["call_count"].calls
+    shown = CliRunner().invoke(cli_main, ["run", str(ROOT / "examples" / "email-update"), "--judge-model", MODEL,
+                                          "--judge-api-base", server.base_url, "--cache-dir", str(tmp_path / "cache")])
+    assert shown.exit_code == 0, shown.output
+    assert "call(s)" in shown.output and "call_count: 9 scored" in shown.output
+
+
+def test_a_result_under_another_axis_name_is_refused():
+    with pytest.raises(ValueError, match="holds a tool_correctness result"):
+        TrajectoryResult.model_validate({"trajectory_id": "t", "rubric": "r@1.0.0", "rubric_sha256": "0" * 64,
+                                         "source": "f:1", "axes": {"faithfulness": {"axis": "tool_correctness"}}})
+
+
+# --- exit codes --------------------------------------------------------------------------------
+
+
+def test_exit_codes_tell_gate_failure_input_error_and_internal_error_apart(tmp_path, monkeypatch):
+    suite = ROOT / "examples" / "email-update"
+    bad = CliRunner().invoke(cli_main, ["run", str(tmp_path / "missing")])
+    assert bad.exit_code == 2 and bad.output.startswith("judgekit: error: ")
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr("judgekit.run.run_suite", broken)
+    internal = CliRunner().invoke(cli_main, ["run", str(suite), "--no-cache"])
+    assert internal.exit_code == 3 and "internal error: ZeroDivisionError: a bug" in internal.output
+
+
+def test_help_states_the_exit_codes():
+    text = subprocess.run(["judgekit", "--help"], capture_output=True, text=True).stdout
+    assert "1 the gate failed" in text and "2 usage or input error" in text and "3 internal error" in text
