@@ -1,4 +1,5 @@
-"""Output of ``judgekit run``: JSON Lines for machines, a table for people."""
+"""What commands print: run results (JSON Lines for machines, a table for people), agreement
+reports, the gate. Imports nothing heavy at module level: the CLI starts fast."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import io
 import shutil
 import sys
 
+from typing import TYPE_CHECKING
+
 from judgekit.cli._out import one_line, say, say_json, say_rendered
-from judgekit.axes import axis_named
-from judgekit.results import TrajectoryResult
+
+if TYPE_CHECKING:
+    from judgekit.results import TrajectoryResult
 
 
 def print_jsonl(result: TrajectoryResult) -> None:
@@ -23,6 +27,8 @@ def _cell(result) -> str:
         return f"UNSCORED ({result.unscored_reason})"
     if result.status != "scored":
         return result.status.upper()
+    from judgekit.axes import axis_named
+
     return axis_named(result.axis).describe(result)
 
 
@@ -122,3 +128,69 @@ def progress_factory():
         return tick
 
     return start
+
+
+def _m(metric) -> str:
+    """A metric with its interval, for people."""
+    if metric is None or metric.value is None:
+        return "n/a"
+    if metric.low is None:
+        return f"{metric.value:.3f}"
+    return f"{metric.value:.3f} [{metric.low:.3f}, {metric.high:.3f}]"
+
+
+def print_agreement(report) -> None:
+    for section in report.axes:
+        head = f"{section.axis} ({section.kind}): n={section.n}"
+        extras = []
+        if section.n_unscored:
+            extras.append(f"{section.n_unscored} unscored")
+        if section.n_missing:
+            extras.append(f"{section.n_missing} without verdict")
+        if section.n_tied:
+            extras.append(f"{section.n_tied} tied labels left out")
+        say(head + (f" ({', '.join(extras)})" if extras else ""))
+        if section.kind == "pairwise":
+            for order, stats in section.orders.items():
+                say(f"  order {order}: accuracy {_m(stats.accuracy)} ({stats.n_correct}/{stats.n}), kappa vs human {_m(stats.kappa_vs_human)}")
+            say(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
+            say(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
+            say(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
+            say(f"  kappa between orders {_m(section.kappa_between_orders)}")
+        else:
+            stats = section if section.kind == "binary" else section.binarised
+            if section.kind == "graded":
+                say(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
+            c = stats.confusion
+            say(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
+            say(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
+            say(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
+        if section.inter_annotator is not None:
+            ia = section.inter_annotator
+            say(f"  inter-annotator ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {ia.kappa}")
+        if section.repeats is not None:
+            r = section.repeats
+            say(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {one_line(', '.join(r.unstable_ids)) or 'none'}")
+
+
+def print_gate(report) -> None:
+    for axis in report.axes:
+        value = "n/a" if axis.value is None else f"{axis.value:.3f}"
+        status = "PASS" if axis.passed else "FAIL"
+        if axis.gating_n == 0 and axis.advisory:
+            status = "ADVISORY"  # shown, never gating
+        say(f"{status} {one_line(axis.axis)}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
+                   + (f", {axis.unscored} unscored" if axis.unscored else ""))
+        for reason in axis.reasons:
+            say(f"  - {one_line(reason)}")
+        for adv in axis.advisory:
+            shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
+            say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
+        for correction in axis.corrected:
+            c = correction.rate
+            judge = f" ({one_line(correction.rubric)})" if len(axis.corrected) > 1 else ""
+            if c.refused_reason:
+                say(f"  corrected pass rate{judge}: refused: {c.refused_reason}")
+            else:
+                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f}){judge}")
+    say("gate: " + ("PASSED" if report.passed else "FAILED"))

@@ -10,46 +10,9 @@ import click
 
 from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, AxisChoice, handle_errors
 from judgekit.cli._out import one_line, say, say_json
+from judgekit.cli._prepare import prepare_out, suite_inputs
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
-
-
-def suite_inputs(loaded) -> list[Path]:
-    """The files a suite is made of: an --out must never overwrite one of them."""
-    suite = loaded.suite
-    files = [loaded.path, *loaded.rubric_files.values(), *(loaded.resolve(t.file) for t in suite.trajectories)]
-    return files + ([loaded.resolve(suite.lock)] if suite.lock else [])
-
-
-def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
-    """Before any work: refuse an --out that would overwrite an input, or an existing file that
-    is not a previous ``what`` (``is_ours(path)`` tells; a snapshot, a rubric, a device is not),
-    or a place that cannot be written (exit 2)."""
-    from judgekit._files import ensure_writable
-    from judgekit.errors import InputError
-
-    target = out.resolve()
-    for path in inputs:
-        if path.resolve() == target:
-            raise InputError(f"--out would overwrite {path}, an input of this suite: choose another file", out)
-    if out.exists() and not is_ours(out):
-        raise InputError(f"--out names an existing file that is not {what}: refusing to overwrite it "
-                         "(remove it or choose another file)", out)
-    ensure_writable(out)
-
-
-def json_file_is(test):
-    """``is_ours`` for a JSON output: its parsed content passes ``test`` (unreadable: not ours)."""
-    from judgekit._io import MAX_FILE_BYTES, read_json
-    from judgekit.errors import InputError
-
-    def is_ours(path: Path) -> bool:
-        try:
-            return bool(test(read_json(path, max_bytes=MAX_FILE_BYTES)))
-        except InputError:  # not JSON, or not a regular file
-            return False
-
-    return is_ours
 
 
 @click.command()
@@ -128,7 +91,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
             + (f" (all in {one_line(str(out))})" if out else ""), err=True)
     report = record.gate_report
     if apply_gate:
-        from judgekit.cli.calibration_cmd import print_gate
+        from judgekit.cli._render import print_gate
 
         print_gate(report)
     if errors:
