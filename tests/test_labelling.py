@@ -23,20 +23,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit.calibration.labelling import (
-    FAIL,
-    NO_VERDICT,
-    PASS,
-    QUIT,
-    SKIP,
-    PlainTerminal,
-    allocate,
-    append_label,
-    draw_sample,
-    parse_answer,
-    plan,
-    run_session,
-)
+from judgekit.calibration.labelling import QUIT, SKIP, PlainTerminal, append_label, parse_answer, run_session
+from judgekit.calibration.sampling import FAIL, NO_VERDICT, PASS, allocate, draw_sample, plan
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.cli import main
 from judgekit.errors import InputError

@@ -44,13 +44,8 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
     trajectories without a verdict.
     """
     from judgekit.calibration.labels_file import LabelFiles
-    from judgekit.calibration.labelling import (
-        PlainTerminal,
-        RichTerminal,
-        default_labels_path,
-        plan,
-        run_session,
-    )
+    from judgekit.calibration.labelling import PlainTerminal, RichTerminal, run_session
+    from judgekit.calibration.sampling import default_labels_path, plan
     from judgekit.run.plan import check_registration, iter_trajectories_of
     from judgekit.run.record import read_run
     from judgekit.suite import load_suite

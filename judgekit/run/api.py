@@ -34,6 +34,7 @@ from judgekit.run.record import (
     RunHeader,
     RunRecord,
     SummaryBuilder,
+    line_of,
     new_run_id,
     project_state,
 )
@@ -196,7 +197,7 @@ async def run_suite_async(
     with ExitStack() as stack:
         writer = stack.enter_context(AtomicFile(out)) if out is not None else None
         if writer is not None:
-            writer.write('{"header":' + header.model_dump_json() + "}\n")
+            writer.write(line_of("header", header))
         if own_executor:
             stack.callback(lambda: executor is not None and executor.close())
         plans = iter_plans(loaded, select=select, override=options.override, allow_floating=options.allow_floating,
@@ -215,7 +216,7 @@ async def run_suite_async(
                 gate.add(result)
                 judges.add(result)
                 if writer is not None:
-                    writer.write('{"result":' + result.model_dump_json() + "}\n")
+                    writer.write(line_of("result", result))
                 if on_result is not None:
                     on_result(result)
                 if keep_results:
@@ -226,7 +227,7 @@ async def run_suite_async(
             judges=judges.list(), gate_report=gate.report(),
         )
         if writer is not None:
-            writer.write('{"footer":' + footer.model_dump_json() + "}\n")
+            writer.write(line_of("footer", footer))
     return RunRecord.of(header, kept, footer)
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judgekit._io import MAX_FILE_BYTES, MAX_LINE_BYTES, describe_validation_error, open_regular_file, read_json, strict_json_loads
+from judgekit._io import MAX_FILE_BYTES, MAX_LINE_BYTES, describe_validation_error, iter_jsonl, open_regular_file, read_json, strict_json_loads
 from judgekit._time import utc_now
 from judgekit.axes import axis_named
 from judgekit.errors import InputError
@@ -126,10 +126,15 @@ class RunRecord(RunHeader, RunFooter):
         from judgekit._files import AtomicFile
 
         with AtomicFile(path) as handle:
-            handle.write('{"header":' + self.header.model_dump_json() + "}\n")
+            handle.write(line_of("header", self.header))
             for result in self.results:
-                handle.write('{"result":' + result.model_dump_json() + "}\n")
-            handle.write('{"footer":' + self.footer.model_dump_json() + "}\n")
+                handle.write(line_of("result", result))
+            handle.write(line_of("footer", self.footer))
+
+
+def line_of(kind: Literal["header", "result", "footer"], part: BaseModel) -> str:
+    """One line of a format 2 record (pydantic's own JSON encoder, wrapped by its kind)."""
+    return f'{{"{kind}":{part.model_dump_json()}}}\n'
 
 
 class RunLine(_Strict):
@@ -280,24 +285,10 @@ class RunStream:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, RunLine]]:
-    with open_regular_file(path, expected="a run record") as handle:
-        line_no = 0
-        while raw := handle.readline(MAX_LINE_BYTES + 1):
-            line_no += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise InputError(f"line longer than {MAX_LINE_BYTES} bytes", path, line_no)
-            if not raw.strip():
-                continue
-            try:
-                data = strict_json_loads(raw)
-                line = RunLine.model_validate(data)
-            except ValidationError as exc:
-                raise InputError(f"not a run record line: {describe_validation_error(exc)}", path, line_no) from None
-            except ValueError as exc:
-                raise InputError(f"invalid JSON: {exc}", path, line_no) from None
-            if sum(part is not None for part in (line.header, line.result, line.footer)) != 1:
-                raise InputError("a run record line holds exactly one of header, result, footer", path, line_no)
-            yield line_no, line
+    for line_no, line in iter_jsonl(path, RunLine):
+        if sum(part is not None for part in (line.header, line.result, line.footer)) != 1:
+            raise InputError("a run record line holds exactly one of header, result, footer", path, line_no)
+        yield line_no, line
 
 
 def _first_line(path: Path) -> bytes:
