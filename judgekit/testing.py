@@ -75,7 +75,8 @@ from __future__ import annotations
 
 from judgekit._testing_replies import SCRIPT_FORMAT_VERSION, Reply, ReplyKind, ScriptSpec
 from judgekit._testing_server import Script, ScriptedOpenAIServer, ScriptFunction
-from judgekit._testing_spawn import SpawnedScriptedServer, main
+from judgekit._testing_main import main
+from judgekit._testing_spawn import SpawnedScriptedServer
 
 __all__ = [
     "SCRIPT_FORMAT_VERSION",
