@@ -133,11 +133,6 @@ def judged_axes(rubric: Rubric) -> list[Axis]:
     return [axis for axis in axes_of(rubric) if axis.judged(axis.criteria(rubric))]
 
 
-def judge_answered() -> list[str]:
-    """Names of the axes a judge can score (those with an answer model)."""
-    return [name for name, axis in AXES.items() if axis.answer is not None]
-
-
 # --- the built-in axes ----------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ from judgekit.judge.resolve import Connector, JudgeOverride
 from judgekit.results import TrajectoryResult
 from judgekit.run.judging import JudgeJob, JudgeRunner, Ledger
 from judgekit.run.merge import merge
-from judgekit.run.plan import DEFAULT_WINDOW, RunPlan, Select, iter_plans
+from judgekit.run.plan import DEFAULT_WINDOW, Select, iter_plans
 from judgekit.run.record import (
     JudgeSeen,
     RubricEntry,
@@ -242,8 +242,3 @@ def run_suite(suite: str | Path | LoadedSuite, **kwargs) -> RunRecord:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, run_suite_async(suite, **kwargs)).result()
-
-
-def execute_plan(plan: RunPlan, executor: Executor) -> list[JudgeVerdict]:
-    """A plan's verdicts from ``executor`` (from synchronous code)."""
-    return asyncio.run(executor.execute(plan.jobs))
