@@ -121,16 +121,27 @@ class Gate:
         self._calib_pairs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = {}
         self._errors: dict[str, int] = defaultdict(int)
         self._axes: set[str] = set()
+        self._identities: dict[tuple, tuple[JudgeIdentity, str]] = {}
 
-    def _approval(self, identity: JudgeIdentity) -> ApprovalRecord | None:
-        key = identity.fingerprint
-        if key not in self._approvals:
-            self._approvals[key] = find_approval(self.calibration_dir, identity.rubric.split("@", 1)[0], key)
-        return self._approvals[key]
+    def identity_of(self, provenance) -> tuple[JudgeIdentity, str]:
+        """The judge identity of a verdict and its fingerprint, worked out once per judge (a run
+        has a few judges and may have a million verdicts)."""
+        key = (provenance.model_pin, provenance.endpoint, provenance.rubric, provenance.rubric_sha256,
+               provenance.template_sha256, repr(sorted(provenance.parameters.items())))
+        if key not in self._identities:
+            identity = JudgeIdentity.of(provenance)
+            self._identities[key] = (identity, identity.fingerprint)
+        return self._identities[key]
 
-    def approval_of(self, identity: JudgeIdentity) -> ApprovalRecord | None:
-        """The approval record matching this judge's fingerprint, if any (read once per gate)."""
-        return self._approval(identity)
+    def _approval(self, identity: JudgeIdentity, fingerprint: str) -> ApprovalRecord | None:
+        if fingerprint not in self._approvals:
+            self._approvals[fingerprint] = find_approval(self.calibration_dir, identity.rubric.split("@", 1)[0], fingerprint)
+        return self._approvals[fingerprint]
+
+    def approval_of(self, provenance) -> tuple[str, ApprovalRecord | None]:
+        """A verdict's judge fingerprint and the approval record matching it, if any (read once per gate)."""
+        identity, fingerprint = self.identity_of(provenance)
+        return fingerprint, self._approval(identity, fingerprint)
 
     def add(self, result: TrajectoryResult) -> None:
         for name, res in result.axes.items():
@@ -142,8 +153,7 @@ class Gate:
             if res.judge is None:  # deterministic: always gates
                 self._gating[name].add(axis.value(res))
                 continue
-            identity = JudgeIdentity.of(res.judge)
-            approval = self._approval(identity)
+            fingerprint, approval = self.approval_of(res.judge)
             mismatch = res.judge.model_mismatch and not self.policy.allow_model_mismatch
             if approval is not None and approval.approved(name) and not mismatch:
                 if res.status == "unscored":
@@ -151,7 +161,7 @@ class Gate:
                     continue
                 self._gating[name].add(axis.value(res))
                 if axis.binary:
-                    key = (name, result.rubric, identity.fingerprint)
+                    key = (name, result.rubric, fingerprint)
                     self._judge_binary[key].append(bool(axis.judge_value(res)))
                     self._calib_pairs[key] = approval.axes[name].pairs
                 continue

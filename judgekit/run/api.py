@@ -18,7 +18,6 @@ from typing import Protocol
 from judgekit._files import relative_to
 from judgekit._time import utc_now
 from judgekit._version import __version__
-from judgekit.calibration.approval import JudgeIdentity
 from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
 from judgekit.gate import Gate
 from judgekit.judge.backend import Backend
@@ -123,15 +122,13 @@ class _Judges:
         for name, res in result.axes.items():
             if res.judge is None:
                 continue
-            identity = JudgeIdentity.of(res.judge)
-            key = identity.fingerprint
+            key, approval = self.gate.approval_of(res.judge)
             if key not in self.seen:
-                self.seen[key] = JudgeSeen(fingerprint=key, model_pin=identity.model_pin, endpoint=identity.endpoint,
-                                           rubric=identity.rubric, axes={}, verdicts=0)
+                self.seen[key] = JudgeSeen(fingerprint=key, model_pin=res.judge.model_pin, endpoint=res.judge.endpoint,
+                                           rubric=res.judge.rubric, axes={}, verdicts=0)
             seen = self.seen[key]
             seen.verdicts += 1
             if name not in seen.axes:
-                approval = self.gate.approval_of(identity)
                 seen.axes[name] = "approved" if approval is not None and approval.approved(name) else "advisory"
 
     def list(self) -> list[JudgeSeen]:
