@@ -39,6 +39,8 @@ MAX_FILE_BYTES = 1024 * 2**20
 """Largest file read whole (importer sources)."""
 MAX_LINE_BYTES = 256 * 2**20
 """Longest line of a JSON Lines file."""
+JSONL_BUFFER_BYTES = 2**20
+"""Read buffer of a JSON Lines stream."""
 
 def describe_validation_error(err: ValidationError) -> str:
     """One readable sentence for the first problem pydantic found (plus a count of others)."""
@@ -54,11 +56,15 @@ def describe_validation_error(err: ValidationError) -> str:
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # json.loads would keep the last of two equal keys without a word, silently losing data.
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r} in an object")
-        result[key] = value
+    # The dict is built in C (this hook runs once per object of every document read); only a
+    # repeated key makes it shorter than the pairs, and only then are they walked for its name.
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r} in an object")
+            seen.add(key)
     return result
 
 
@@ -71,6 +77,12 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):  # 1e999: JSON allows the digits, a double cannot hold them
         raise ValueError(f"the number {text[:40]} is too large to represent (it would become infinity)")
     return value
+
+
+_STRICT_DECODER = json.JSONDecoder(
+    object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
+)
+"""Shared, as json.loads shares its default decoder: the scanner keeps no state between calls."""
 
 
 # A JSON \u escape of a UTF-16 surrogate: text read from a file can only hold a lone surrogate
@@ -109,6 +121,24 @@ def check_tree(value: Any, *, max_depth: int = MAX_DEPTH, surrogates: bool = Tru
             raise ValueError(f"the string {node[:60]!r} holds a lone surrogate (a cut character), which is not text")
 
 
+def _check_depth(value: Any, max_depth: int) -> None:
+    """``check_tree(value, max_depth=max_depth, surrogates=False)`` for a value fresh from
+    ``json.loads`` (plain dicts and lists): the same refusal, one level at a time over the
+    containers alone, so a long document whose scalars are most of it is walked quickly."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        if depth >= max_depth:
+            raise ValueError(f"nested more than {max_depth} levels deep")
+        below = []
+        for node in level:
+            for item in node.values() if type(node) is dict else node:
+                if type(item) is dict or type(item) is list:
+                    below.append(item)
+        level = below
+        depth += 1
+
+
 def plain_error(exc: ValueError) -> str:
     """Python's message for an integer past its digit limit advises a Python setting: say what
     is wrong with the input instead."""
@@ -121,10 +151,22 @@ def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads that refuses (ValueError) what it would otherwise accept silently: duplicate
     keys (it keeps the last), NaN/Infinity and numbers that overflow to infinity, lone
     surrogates, and nesting deeper than ``max_depth`` (or deep enough to exhaust the stack)."""
+    return _strict_loads(text, max_depth, decoded_utf8=False)
+
+
+def _strict_loads(text: str | bytes, max_depth: int, *, decoded_utf8: bool) -> Any:
+    """``strict_json_loads``; ``decoded_utf8``: ``text`` is a str that strict UTF-8 decoding
+    produced, which cannot hold a surrogate code point (the codec refuses them), so only an
+    escape can make one."""
     try:
-        data = json.loads(
-            text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
-        )
+        if isinstance(text, str):  # what json.loads does with a str, minus building a decoder per call
+            if text.startswith("\ufeff"):
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+            data = _STRICT_DECODER.decode(text)
+        else:
+            data = json.loads(
+                text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
+            )
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
     except ValueError as exc:
@@ -134,23 +176,28 @@ def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     raw_surrogate = False
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    elif not text.isascii():  # isascii is O(1): most text never needs the scan
+    elif not decoded_utf8 and not text.isascii():  # isascii is O(1): most text never needs the scan
         raw_surrogate = _SURROGATE.search(text) is not None
     # Cheap filters first: fewer brackets than the limit cannot nest past it, and only an
-    # escape (or, in a str, the code point itself) can make a lone surrogate.
+    # escape (or, in a str, the code point itself) can make a lone surrogate. (The regex finds
+    # the escape faster than `"\\u" in text` would rule it out: it skips ahead by its prefix.)
     deep = text.count("[") + text.count("{") > max_depth
-    surrogates = raw_surrogate or ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
-    if deep or surrogates:
-        check_tree(data, max_depth=max_depth, surrogates=surrogates)
+    surrogates = raw_surrogate or _SURROGATE_ESCAPE.search(text) is not None
+    if surrogates:
+        check_tree(data, max_depth=max_depth, surrogates=True)
+    elif deep:  # only the depth can be wrong: the one message whichever container is found first
+        _check_depth(data, max_depth)
     return data
 
 
-def open_regular_file(path: str | Path, *, max_bytes: int | None = None, expected: str = "a file") -> BinaryIO:
+def open_regular_file(
+    path: str | Path, *, max_bytes: int | None = None, expected: str = "a file", buffering: int = -1
+) -> BinaryIO:
     """Open a regular file for reading, or raise InputError naming it.
 
     Opened without blocking, then checked on the open descriptor (no window between check and
     read): a FIFO, a device such as ``/dev/zero``, a socket or a folder is refused, and so is
-    a file larger than ``max_bytes``.
+    a file larger than ``max_bytes``. ``buffering``: as for ``open`` (-1: the default size).
     """
     path = Path(path)
     try:
@@ -166,7 +213,7 @@ def open_regular_file(path: str | Path, *, max_bytes: int | None = None, expecte
         if max_bytes is not None and info.st_size > max_bytes:
             raise InputError(f"is {info.st_size} bytes, more than the {max_bytes} allowed for {expected}", path)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
@@ -175,7 +222,9 @@ def open_regular_file(path: str | Path, *, max_bytes: int | None = None, expecte
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
     path = Path(path)
-    with open_regular_file(path, expected="a JSON Lines file") as handle:
+    # A buffer larger than the default 8 KiB: trajectory lines run to tens of KiB, and readline
+    # would otherwise gather each from several small reads.
+    with open_regular_file(path, expected="a JSON Lines file", buffering=JSONL_BUFFER_BYTES) as handle:
         # Bytes line by line, decoded one line at a time, so an error names its own line.
         line_no = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
@@ -186,10 +235,10 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise InputError("not UTF-8 text", path, line_no) from None
-            if not line.strip():
+            if not line or line.isspace():  # blank (as line.strip() would say, without a copy)
                 continue
             try:
-                data = strict_json_loads(line)
+                data = _strict_loads(line, MAX_DEPTH, decoded_utf8=True)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
             except ValueError as exc:

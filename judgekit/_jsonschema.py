@@ -23,6 +23,7 @@ depend on anything outside the pre-registered rubric, so:
 from __future__ import annotations
 
 import json
+import threading
 from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
@@ -30,6 +31,11 @@ from urllib.parse import unquote
 from jsonschema import Draft202012Validator, SchemaError, ValidationError, validators
 from referencing import Registry
 from referencing.exceptions import NoSuchResource
+
+try:  # the comparison the const keyword makes (1 == 1.0, True != 1, lists and objects by content)
+    from jsonschema._utils import equal as _json_equal
+except ImportError:  # another jsonschema layout: const goes through iter_errors like any keyword
+    _json_equal = None
 
 from judgekit import _regex
 from judgekit._io import canonical_json
@@ -274,16 +280,85 @@ _OFFLINE = Registry(retrieve=_no_retrieval)
 
 @lru_cache(maxsize=4096)
 def _validator(schema_json: str) -> Any:
+    # Built from the canonical JSON, keys sorted: which error comes first follows the keyword
+    # order, so two schemas that differ only in key order report the same first error.
     return _Validator(json.loads(schema_json), registry=_OFFLINE)
+
+
+MAX_CACHED_SCHEMAS = 4096
+"""Most schema objects whose checker is kept (each entry holds its schema, so ids stay unique)."""
+_checkers: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, checker)
+_checkers_lock = threading.Lock()
+
+
+def _checker(schema: Any) -> Any:
+    """``instance -> first error message or None`` for a rubric's schema object.
+
+    Cached by the identity of the schema object (rubrics are frozen once loaded, and each is
+    applied to every trajectory of its suite), so the canonical JSON is built once per schema
+    rather than once per argument checked. The entry keeps the schema alive, so its id cannot
+    be reused by another object while the entry exists; at most MAX_CACHED_SCHEMAS are kept.
+    """
+    entry = _checkers.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    validator = _validator(canonical_json(schema))
+    checker = _const_checker(validator) or _general_checker(validator)
+    with _checkers_lock:
+        while len(_checkers) >= MAX_CACHED_SCHEMAS:
+            del _checkers[next(iter(_checkers))]  # the oldest entry
+        _checkers[id(schema)] = (schema, checker)
+    return checker
+
+
+def _general_checker(validator: Any) -> Any:
+    def first(instance: Any) -> str | None:
+        error = next(validator.iter_errors(instance), None)
+        return None if error is None else error.message
+
+    return first
+
+
+def _const_checker(validator: Any) -> Any:
+    """For ``{"const": VALUE}`` alone (how importers pin an argument to its ground truth): what
+    ``iter_errors`` would do, without its generators. The keyword's time check first, then the
+    comparison jsonschema's const keyword makes; its message names only the expected value, so
+    it is jsonschema's own, taken once from the keyword."""
+    schema = validator.schema
+    if _json_equal is None or not isinstance(schema, dict) or len(schema) != 1 or "const" not in schema:
+        return None
+    value = schema["const"]
+    message = next(iter(Draft202012Validator.VALIDATORS["const"](validator, value, _NEVER_EQUAL, schema))).message
+
+    def first(instance: Any) -> str | None:
+        _regex.spend("argument schema")
+        return None if _json_equal(instance, value) else message
+
+    return first
+
+
+class _NeverEqual:
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_NEVER_EQUAL = _NeverEqual()
 
 
 def first_error(schema: Any, instance: Any) -> str | None:
     """The first reason ``instance`` fails ``schema`` (None when it is valid). A pattern past its
     time bound (RegexTimeout) or a value too deep to validate is an InputError: the point can
     be neither earned nor lost."""
+    with _regex.check_budget():
+        return first_error_within_budget(schema, instance)
+
+
+def first_error_within_budget(schema: Any, instance: Any) -> str | None:
+    """``first_error`` for a caller already inside ``judgekit._regex.check_budget()`` (a nested
+    budget keeps the outer one, so entering it again per argument would change nothing)."""
     try:
-        with _regex.check_budget():
-            error = next(iter(_validator(canonical_json(schema)).iter_errors(instance)), None)
+        return _checker(schema)(instance)
     except RecursionError:
         raise InputError("an argument is nested too deeply to validate against its schema") from None
-    return None if error is None else error.message

@@ -101,8 +101,9 @@ class LoadedTrajectory:
         return f"{self.path}:{self.line}"
 
 
-def iter_trajectories(path: str | Path) -> Iterator[LoadedTrajectory]:
-    """Stream trajectories from a JSON Lines file; errors name the file and line."""
+def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None) -> Iterator[LoadedTrajectory]:
+    """Stream trajectories from a JSON Lines file; errors name the file and line. ``policy``:
+    the snapshot files they may read (a suite's), given to each as it is made."""
     path = Path(path)
     for line, trajectory in iter_jsonl(path, Trajectory):
-        yield LoadedTrajectory(trajectory, path, line)
+        yield LoadedTrajectory(trajectory, path, line, policy)

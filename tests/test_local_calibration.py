@@ -40,7 +40,7 @@ def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
     print(calibrated.stdout, calibrated.stderr[-2000:])
     assert calibrated.returncode == 1, calibrated.stderr  # refused, not crashed
     [path] = (tmp_path / "calibration/update-email/approvals").glob("*.json")
-    record = read_run(path).model_dump(mode="json")
+    record = json.loads(path.read_text())
     decision = record["axes"]["faithfulness"]
     assert decision["decision"] == "refused"
     assert record["judge"]["model_pin"].startswith("local/smollm2-135m-instruct@sha256:")

@@ -15,14 +15,18 @@ from judgekit.results import CheckOutcome, TaskSuccessResult
 from judgekit.rubric import TaskSuccessCriteria
 from judgekit.trajectory import Trajectory
 
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d)")
-_SPACES = re.compile(r"\s+")
+# A comma between two digits. Written to start with the comma, not with a look-behind: the
+# matcher then jumps from comma to comma instead of trying the look-behind at every character
+# of a long answer. Same matches as r"(?<=\d),(?=\d)".
+_THOUSANDS = re.compile(r",(?<=\d,)(?=\d)")
 _SHOW_AT_MOST = 5
 
 
 def normalise_text(text: str) -> str:
     """Case-folded, whitespace collapsed, thousands separators dropped ('1,786' -> '1786')."""
-    return _SPACES.sub(" ", _THOUSANDS.sub("", text.casefold())).strip()
+    # split() and join() collapse runs of whitespace and trim the ends exactly as
+    # re.sub(r"\s+", " ", ...).strip() does (both use str.isspace), without a match per run.
+    return " ".join(_THOUSANDS.sub("", text.casefold()).split())
 
 
 def score_task_success(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgekit._jsonschema import first_error
+from judgekit._jsonschema import first_error_within_budget
 from judgekit._regex import check_budget
 from judgekit.checks._paths import path_matches, render_path
 from judgekit.checks.world_state import WorldState
@@ -29,7 +29,7 @@ def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, s
             verdicts.append((name, False, "argument missing"))
             continue
         try:
-            problem = first_error(schema, call.args[name])
+            problem = first_error_within_budget(schema, call.args[name])  # inside score_tool_correctness's budget
         except InputError as exc:  # past its time bound: the point can be neither earned nor lost
             raise InputError(f"expected call to {expected.tool}, argument {name!r}: {exc}") from None
         if problem is None:
@@ -39,17 +39,19 @@ def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, s
     return verdicts
 
 
-def _pair_score(expected: ExpectedCall, call: Call) -> int:
-    if expected.tool != call.tool:
+def _pair_score(verdicts: list[tuple[str, bool, str]] | None) -> int:
+    """1 for the right tool plus 1 per valid argument; 0 for another tool (``verdicts`` None)."""
+    if verdicts is None:
         return 0
-    return 1 + sum(ok for _, ok, _ in _arg_verdicts(expected, call))
+    return 1 + sum(ok for _, ok, _ in verdicts)
 
 
 def _match_unordered(scores: np.ndarray) -> dict[int, int]:
     from scipy.optimize import linear_sum_assignment  # optimal matching; imported on first use
 
     rows, cols = linear_sum_assignment(scores, maximize=True)
-    return {int(r): int(c) for r, c in zip(rows, cols) if scores[r, c] > 0}
+    table = scores.tolist()  # plain ints: indexing a small array element by element is slower
+    return {r: c for r, c in zip(rows.tolist(), cols.tolist()) if table[r][c] > 0}
 
 
 def _match_ordered(scores: np.ndarray) -> dict[int, int]:
@@ -88,8 +90,11 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
         (index, call) for index, call in succeeded if criteria.in_scope is None or call.tool in criteria.in_scope
     ]
     expected = criteria.expected_calls
+    # The argument verdicts of every (expected call, call to its tool) pair, computed once: the
+    # matching scores them and the points of matched pairs repeat them.
+    verdicts = [[_arg_verdicts(e, call) if e.tool == call.tool else None for _, call in in_scope] for e in expected]
     scores = np.array(
-        [[_pair_score(e, call) for _, call in in_scope] for e in expected], dtype=np.int64
+        [[_pair_score(pair) for pair in row] for row in verdicts], dtype=np.int64
     ).reshape(len(expected), len(in_scope))
     pairs = _match_ordered(scores) if criteria.ordered else _match_unordered(scores)
 
@@ -98,9 +103,9 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
     for i, exp in enumerate(expected):
         label = f"call[{i}] {exp.tool}"
         if i in pairs:
-            index, call = in_scope[pairs[i]]
+            index, _ = in_scope[pairs[i]]
             items.append(ToolPoint(point=f"{label}: tool", earned=True, reason=f"matched by call #{index}"))
-            for name, ok, reason in _arg_verdicts(exp, call):
+            for name, ok, reason in verdicts[i][pairs[i]]:
                 args_valid += ok
                 items.append(ToolPoint(point=f"{label}: arg {name}", earned=ok, reason=f"call #{index}: {reason}"))
         else:

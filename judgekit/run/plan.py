@@ -10,7 +10,7 @@ trajectories so a run of millions never holds them all.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from judgekit._files import relative_to
 from judgekit.axes import axes_of, judged_axes
@@ -101,13 +101,13 @@ def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTr
     policy = loaded.snapshot_policy()
     for entry in loaded.suite.trajectories:
         rubric = loaded.rubric_for(entry.rubric)
-        for item in iter_trajectories(loaded.resolve(entry.file)):
+        for item in iter_trajectories(loaded.resolve(entry.file), policy=policy):
             tid = item.trajectory.id
             digest = hash(tid)
             if digest in seen and (first := _first_use(loaded, tid, item)) is not None:
                 raise InputError(f"trajectory id {tid!r} already used at {first}", item.path, item.line)
             seen.add(digest)
-            yield rubric, replace(item, policy=policy)
+            yield rubric, item
 
 
 def _first_use(loaded: LoadedSuite, tid: str, here: LoadedTrajectory) -> str | None:
