@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,7 +135,10 @@ def _encode(value: Any) -> str:
     return canonical_json(value).translate(_LINE_BREAKS)
 
 
-def _render_path(path: list[str | int]) -> str:
+def render_path(path: Sequence[str | int]) -> str:
+    """A diff path as people, judges and check reasons read it: segments joined by ``/``, each
+    bare when it is a plain name or an index, else as a JSON string (``users/"a/b"``), so no
+    segment can pass for two. The one rendering of a diff path."""
     if not path:
         return "(root)"
     return "/".join(
@@ -146,7 +149,7 @@ def _render_path(path: list[str | int]) -> str:
 
 def render_change(change: Change) -> str:
     """One line: ``+ path: after``, ``- path: before``, ``~ path: before -> after``, ``! schema ...``."""
-    where = _render_path(change.path)
+    where = render_path(change.path)
     if change.op == "add":
         return f"+ {where}: {_encode(change.after)}"
     if change.op == "remove":

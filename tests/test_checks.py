@@ -601,3 +601,18 @@ def test_property_unordered_ignores_call_order_and_ordered_never_scores_higher(t
     unordered = points(actual, ordered=False)
     assert points(shuffled, ordered=False) == unordered  # the optimal assignment does not see order
     assert points(actual, ordered=True) <= unordered  # an in-order matching is one of all matchings
+
+
+# --- one rendering of diff paths ----------------------------------------------------------------
+
+
+def test_check_reasons_render_diff_paths_as_the_judge_sees_them():
+    from judgekit.diff import Change, render_change, render_path
+
+    # An ordinary path reads as it always did (and as side-effect patterns are written).
+    assert render_path(["users", 2, "email"]) == "users/2/email"
+    # A segment holding a slash is quoted, so it cannot pass for two segments; before, check
+    # reasons printed it raw (users/a/b) while the judge's diff quoted it.
+    assert render_path(["users", "a/b"]) == 'users/"a/b"'
+    change = Change(op="remove", path=["users", "a/b"], before=1)
+    assert render_change(change).startswith('- users/"a/b":')

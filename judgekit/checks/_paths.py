@@ -61,5 +61,4 @@ def _segment_matches(pieces: tuple[str, ...], segment: str) -> bool:
     return True
 
 
-def render_path(path: Sequence[str | int]) -> str:
-    return "/".join(str(segment) for segment in path)
+

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from judgekit.checks._paths import path_matches, render_path
+from judgekit.checks._paths import path_matches
+from judgekit.diff import render_path
 from judgekit.checks.predicates import evaluate
 from judgekit.checks.world_state import WorldState
 from judgekit.results import CheckOutcome, TaskSuccessResult

@@ -13,7 +13,8 @@ import numpy as np
 
 from judgekit._jsonschema import first_error_within_budget
 from judgekit._regex import check_budget
-from judgekit.checks._paths import path_matches, render_path
+from judgekit.checks._paths import path_matches
+from judgekit.diff import render_path
 from judgekit.checks.world_state import WorldState
 from judgekit.errors import InputError
 from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolPoint
