@@ -216,3 +216,22 @@ def test_exit_codes_tell_gate_failure_input_error_and_internal_error_apart(tmp_p
 def test_help_states_the_exit_codes():
     text = subprocess.run(["judgekit", "--help"], capture_output=True, text=True).stdout
     assert "1 the gate failed" in text and "2 usage or input error" in text and "3 internal error" in text
+
+
+def test_seen_ids_remember_every_id_across_growth():
+    from judgekit.run.plan import SeenIds
+
+    seen = SeenIds(capacity=8)
+    ids = [f"id-{n}" for n in range(5000)]
+    assert [seen.add(tid) for tid in ids] == [False] * 5000
+    assert all(seen.add(tid) for tid in ids)
+    assert not seen.add("id-5000")
+
+
+def test_a_hash_collision_is_not_a_repeated_id(tmp_path, monkeypatch):
+    import judgekit.run.plan as planning
+
+    suite = example_suite(tmp_path / "s", judge={"model": MODEL, "api_base": "http://127.0.0.1:9/v1"})
+    monkeypatch.setattr(planning.SeenIds, "add", lambda self, tid: True)  # every id "collides"
+    ids = [item.trajectory.id for _, item in planning.iter_trajectories_of(load_suite(suite))]
+    assert len(ids) == len(set(ids)) == 9  # the files were read again: no id really repeats

@@ -38,12 +38,12 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
     """
     from judgekit.calibration.calibrate import calibrate_suite
     from judgekit.cli._render import progress_factory
-    from judgekit.judge.backend import init
+    from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
     from judgekit.run import RunOptions
     from judgekit.suite import load_suite
 
-    init(freeze_gc=True)
+    init(tune_gc=True)
     loaded = load_suite(suite)
     if out is not None:
         from judgekit.cli._prepare import json_file_is, prepare_out, suite_inputs

@@ -47,13 +47,13 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     trajectories could not be scored.
     """
     from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
-    from judgekit.judge.backend import init
+    from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
     from judgekit.run import RunOptions, run_suite
     from judgekit.run.record import is_run_record
     from judgekit.suite import Budget, load_suite
 
-    init(freeze_gc=True)  # this process judges and ends: keep litellm's objects out of the collector's way
+    init(tune_gc=True)  # a process that judges and ends: fewer, cheaper garbage collections
     loaded = load_suite(suite)
     if out is not None:
         prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)

@@ -9,7 +9,6 @@ injected so tests run retries without waiting.
 from __future__ import annotations
 
 import asyncio
-import gc
 import math
 import os
 import random
@@ -17,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
+
+from judgekit.runtime import after_heavy_import
 
 MAX_RETRY_AFTER_S = 60.0
 _UNPRICED: set[str | None] = set()  # models litellm's cost map cannot price
@@ -70,24 +71,6 @@ class CallFailed(Exception):
 
 
 _IMPORTED = False
-_FREEZE_GC = False
-
-
-def init(*, freeze_gc: bool = False) -> None:
-    """Set up for judging in this process; the CLI calls it once at start.
-
-    Keeps litellm from fetching its price map over the network when it is imported (the
-    offline copy it ships is used). ``freeze_gc``: once litellm is imported, move the ~400k
-    long-lived objects its import leaves out of the garbage collector's way (``gc.freeze``),
-    so full collections stay cheap (~0.2 s each otherwise, several per few hundred calls). A
-    process-wide change: the CLI asks for it; a library caller decides for itself.
-    """
-    global _FREEZE_GC
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    _FREEZE_GC = _FREEZE_GC or freeze_gc
-    if _IMPORTED and freeze_gc:
-        gc.collect()
-        gc.freeze()
 
 
 def _litellm():
@@ -101,9 +84,7 @@ def _litellm():
         _IMPORTED = True
         litellm.suppress_debug_info = True
         litellm.telemetry = False
-        if _FREEZE_GC:
-            gc.collect()
-            gc.freeze()
+        after_heavy_import()
     return litellm
 
 

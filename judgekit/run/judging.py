@@ -29,7 +29,7 @@ from judgekit.rubric import Rubric
 from judgekit.suite import Budget
 from judgekit.verdict import JudgeVerdict, Provenance, ReplyProblem, answer_model, read_reply
 
-MEMO_SIZE = 4096  # verdicts remembered across windows when no cache answers repeats
+MEMO_SIZE = 4096  # verdicts remembered across windows when no writable store keeps them
 
 
 @lru_cache(maxsize=None)
@@ -252,8 +252,8 @@ class JudgeRunner:
         async def ask(key: str, indexes: list[int]) -> None:
             try:
                 verdict = await self._judge(jobs[indexes[0]], key)
-                if verdict.status == "scored":
-                    self._remember(key, verdict)
+                if verdict.status == "scored" and writer is None:
+                    self._remember(key, verdict)  # no store keeps it for a later window
                 if writer is None or verdict.status != "scored":
                     answer(indexes, verdict)
                     return

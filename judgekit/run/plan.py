@@ -9,6 +9,7 @@ trajectories so a run of millions never holds them all.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
@@ -89,24 +90,60 @@ def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory, world: WorldSt
     return result
 
 
+class SeenIds:
+    """Trajectory ids seen so far, kept as 64-bit hashes in one open-addressing table (16 bytes
+    an id at most, no object per id): a run of a million trajectories holds 16 MB here, not the
+    ids. ``add`` says whether the hash was there already; a repeat is then confirmed or ruled
+    out (a collision, about 1 in 10^7 at a million ids) by reading the files again."""
+
+    def __init__(self, capacity: int = 1024):
+        self._table = array("q", bytes(8 * capacity))
+        self._mask = capacity - 1
+        self._count = 0
+
+    def add(self, tid: str) -> bool:
+        digest = hash(tid) or 1  # 0 marks an empty slot
+        table, mask = self._table, self._mask
+        slot = digest & mask
+        while (held := table[slot]) != 0:
+            if held == digest:
+                return True
+            slot = (slot + 1) & mask
+        table[slot] = digest
+        self._count += 1
+        if self._count * 10 > len(table) * 7:
+            self._grow()
+        return False
+
+    def _grow(self) -> None:
+        old = self._table
+        self._table = array("q", bytes(16 * len(old)))
+        self._mask = len(self._table) - 1
+        table, mask = self._table, self._mask
+        for digest in old:
+            if digest:
+                slot = digest & mask
+                while table[slot] != 0:
+                    slot = (slot + 1) & mask
+                table[slot] = digest
+
+
 def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTrajectory]]:
     """Every trajectory of the suite with its rubric, in suite order; ids must be unique.
 
     Each carries the suite's snapshot policy: its snapshot files are read only from the
-    suite's ``snapshots.roots``. Ids are remembered by hash (a few dozen bytes each, not the
-    trajectory): on a hash already seen the files are read again up to here to tell a real
-    repeat (an error naming both places) from a collision.
+    suite's ``snapshots.roots``. Ids are remembered by hash (``SeenIds``): on a hash already
+    seen the files are read again up to here to tell a real repeat (an error naming both
+    places) from a collision.
     """
-    seen: set[int] = set()
+    seen = SeenIds()
     policy = loaded.snapshot_policy()
     for entry in loaded.suite.trajectories:
         rubric = loaded.rubric_for(entry.rubric)
         for item in iter_trajectories(loaded.resolve(entry.file), policy=policy):
             tid = item.trajectory.id
-            digest = hash(tid)
-            if digest in seen and (first := _first_use(loaded, tid, item)) is not None:
+            if seen.add(tid) and (first := _first_use(loaded, tid, item)) is not None:
                 raise InputError(f"trajectory id {tid!r} already used at {first}", item.path, item.line)
-            seen.add(digest)
             yield rubric, item
 
 
