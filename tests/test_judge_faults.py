@@ -28,12 +28,10 @@ import pytest
 import yaml
 
 from judgekit._io import canonical_json
-from judgekit.axes import axis_named, judged_axes
-from judgekit.checks.world_state import WorldState
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run import RunOptions, run_suite
-from judgekit.run.plan import iter_trajectories_of
+from judgekit.run.plan import plan_run
 from judgekit.suite import load_suite
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
@@ -123,13 +121,8 @@ def messages_hash(messages: list[dict[str, Any]]) -> str:
 
 def expected_jobs(suite: Path) -> dict[tuple[str, str], str]:
     """(trajectory id, axis) -> hash of the messages the judge will receive."""
-    loaded = load_suite(suite)
-    jobs = {}
-    for rubric, item in iter_trajectories_of(loaded):
-        for axis in [a.name for a in judged_axes(rubric)]:
-            prompt = axis_named(axis).prompt(rubric, item, WorldState(item), False)
-            jobs[(item.trajectory.id, axis)] = messages_hash(prompt.messages)
-    return jobs
+    plan = plan_run(load_suite(suite), override=JudgeOverride(api_base="http://127.0.0.1:9/v1"))
+    return {(plan.items[j.item].trajectory_id, j.axis): messages_hash(j.job.prompt.messages) for j in plan.judgements}
 
 
 # --- the misbehaving judge ---------------------------------------------------------------------

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +42,9 @@ from typing import Any
 import yaml
 
 from judgekit._io import canonical_json
-from judgekit.axes import axis_named
 from judgekit.cache import VerdictCache
-from judgekit.checks.world_state import WorldState
-from judgekit.judge.resolve import JudgeOverride, JudgeResolver
-from judgekit.run.judging import JudgeJob
-from judgekit.run.plan import iter_trajectories_of
+from judgekit.judge.resolve import JudgeOverride
+from judgekit.run.plan import plan_run
 from judgekit.run.record import read_run
 from judgekit.suite import load_suite
 
@@ -87,15 +83,9 @@ def write_suite(root: Path) -> Path:
 
 def expected_keys(suite: Path, override: JudgeOverride) -> dict[str, str]:
     """sha256 of the messages sent -> the verdict's cache key, built the way planning does."""
-    loaded = load_suite(suite)
-    keys = {}
-    resolver = JudgeResolver(override=override, allow_floating=False)
-    for rubric, item in iter_trajectories_of(loaded):
-        judge = resolver.resolve(loaded.suite.judge)
-        prompt = axis_named("faithfulness").prompt(rubric, item, WorldState(item), False)
-        digest = hashlib.sha256(canonical_json(prompt.messages).encode()).hexdigest()
-        keys[digest] = JudgeJob(rubric, "faithfulness", prompt, judge).key
-    return keys
+    plan = plan_run(load_suite(suite), override=override)
+    return {hashlib.sha256(canonical_json(j.job.prompt.messages).encode()).hexdigest(): j.job.key
+            for j in plan.judgements if j.axis == "faithfulness"}
 
 
 # --- processes ---------------------------------------------------------------------------------
