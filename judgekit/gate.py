@@ -64,6 +64,7 @@ class GateReport(BaseModel):
 
     passed: bool
     axes: list[AxisGate]
+    reasons: list[str] = Field(default_factory=list, description="Why the run as a whole fails (e.g. nothing was scored).")
 
 
 def _mismatch_reason(provenance) -> str:
@@ -207,7 +208,8 @@ class Gate:
                 passed=not reasons, reasons=reasons, advisory=adv,
                 advisory_value=self._advisory_values[name].value, corrected=corrected,
             ))
-        return GateReport(passed=all(a.passed for a in axes_out), axes=axes_out)
+        reasons = [] if axes_out else ["the run scored nothing (no trajectory, or no axis): an empty run never passes"]
+        return GateReport(passed=not reasons and all(a.passed for a in axes_out), axes=axes_out, reasons=reasons)
 
 
 def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibration_dir: Path, *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError, model_validator
 from pydantic_core import core_schema
 
 from judgekit.verdict import Provenance, UnscoredReason
@@ -36,13 +36,24 @@ class _AxisResultBase(_Strict):
     unscored_reason: UnscoredReason | None = Field(None, description="Why the judge's verdict is missing.")
     judge: Provenance | None = Field(None, description="Provenance of the judge verdict, when a judge took part.")
 
+    @model_validator(mode="after")
+    def _scored_has_its_value(self):
+        # A record read back (gate, label --verdicts) may be hand-made: "scored" without a value
+        # would be no measurement at all.
+        if self.status == "scored":
+            missing = [name for name in ("score", "passed") if name in type(self).model_fields
+                       and getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"a scored result needs its {' and '.join(missing)}")
+        return self
+
 
 class TaskSuccessResult(_AxisResultBase):
     """Binary: did the world end up as asked?"""
 
     axis: Literal["task_success"] = "task_success"
     passed: bool | None = Field(None, description="Pass only if every check passed; None when not scored.")
-    score: float | None = Field(None, description="1.0 for pass, 0.0 for fail.")
+    score: float | None = Field(None, ge=0, le=1, description="1.0 for pass, 0.0 for fail.")
     checks: list[CheckOutcome] = Field(default_factory=list, description="Each check with its reason.")
 
 
@@ -71,7 +82,7 @@ class ToolCorrectnessResult(_AxisResultBase):
     """Points earned over points available, exactly as pre-registered."""
 
     axis: Literal["tool_correctness"] = "tool_correctness"
-    score: float | None = Field(None, description="points / max_points; None when not scored.")
+    score: float | None = Field(None, ge=0, le=1, description="points / max_points; None when not scored.")
     points: int = Field(0, description="Points earned.")
     max_points: int = Field(0, description="Points available.")
     counts: ToolCounts | None = Field(None, description="Raw counts.")
@@ -98,7 +109,7 @@ class FaithfulnessResult(_AxisResultBase):
 
     axis: Literal["faithfulness"] = "faithfulness"
     source: Literal["deterministic", "judge"] = "judge"
-    score: float | None = Field(None, description="supported / claims; 1.0 when there is no claim.")
+    score: float | None = Field(None, ge=0, le=1, description="supported / claims; 1.0 when there is no claim.")
     claims_total: int = 0
     supported: int = 0
     unsupported: int = 0

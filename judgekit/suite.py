@@ -131,6 +131,12 @@ class LoadedSuite:
     def resolve(self, relative: str) -> Path:
         return (self.base_dir / relative).resolve()
 
+    def input_files(self) -> list[Path]:
+        """The files this suite is made of: no output may ever replace one of them."""
+        suite = self.suite
+        files = [self.path, *self.rubric_files.values(), *(self.resolve(t.file) for t in suite.trajectories)]
+        return files + ([self.resolve(suite.lock)] if suite.lock else [])
+
     def snapshot_policy(self) -> SnapshotPolicy:
         """The suite's ``snapshots`` setting, its roots resolved from the suite file's folder."""
         settings = self.suite.snapshots

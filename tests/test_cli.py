@@ -150,7 +150,7 @@ def test_run_out_writes_a_run_record(suite, tmp_path):
     result = cli("run", suite, "--out", out)
     assert result.exit_code == 0, result.output
     record = read_run(out)
-    assert (record.suite, Path(record.suite_file).resolve()) == ("emails", suite.resolve())
+    assert (record.suite, record.suite_path().resolve()) == ("emails", suite.resolve())
     assert [r.trajectory_id for r in record.results] == ["t-good", "t-typo", "t-deleted"]
     ts = record.summary["task_success"]
     assert (ts.scored, ts.errors, ts.passed, ts.mean_score) == (3, 0, 1, round(1 / 3, 6))

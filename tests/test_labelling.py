@@ -120,7 +120,7 @@ def write_verdicts(suite: Path, out: Path, passing: set[str], rubric_sha: str | 
                 "task_success": TaskSuccessResult(passed=ok, score=float(ok), source="deterministic"),
             },
         ))
-    header = header_for(loaded, loaded.path)
+    header = header_for(loaded)
     footer = RunFooter(finished_at=datetime.now(timezone.utc), trajectories=len(results), summary=summarise(results))
     RunRecord.of(header, results, footer).write(out)
     return out

@@ -12,7 +12,6 @@ import json
 import pickle
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Literal
 

@@ -28,7 +28,23 @@ def main() -> None:
       1 the gate failed (or calibration refused a judge)
       2 usage or input error
       3 internal error
+      130 interrupted (Ctrl-C or SIGTERM)
     """
+    _terminate_as_interrupt()
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI timeout, ``docker stop``) ends a command the way Ctrl-C does: unwinding,
+    so a half-written output file is removed, never left beside its target."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (a host application): its own handlers stand
+        pass
 
 
 COMMANDS = (

@@ -4,6 +4,7 @@
     1  the gate failed (or calibration refused a judge): the measurement says no
     2  usage or input error: a bad file, flag or setting, named with its place
     3  internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)
+  130  interrupted (Ctrl-C, SIGTERM): nothing half-written is left
 
 CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
 """
@@ -18,6 +19,7 @@ from functools import wraps
 import click
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: the command did not finish (128 + SIGINT, as shells report it)
 
 
 def handle_errors(func):
@@ -33,10 +35,17 @@ def handle_errors(func):
         except JudgekitError as exc:
             say(f"judgekit: error: {one_line(str(exc))}", err=True)
             sys.exit(EXIT_INPUT)
-        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+        except KeyboardInterrupt:
+            say("judgekit: interrupted: nothing was finished or written", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except BrokenPipeError:
-            sys.exit(EXIT_OK)
+            # The reader went away (``| head``): the command did not finish, so it is no success.
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more reaches the closed pipe
+            finally:
+                sys.exit(EXIT_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if os.environ.get("JUDGEKIT_DEBUG"):
                 traceback.print_exc()

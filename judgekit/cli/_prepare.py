@@ -7,9 +7,7 @@ from pathlib import Path
 
 def suite_inputs(loaded) -> list[Path]:
     """The files a suite is made of: an --out must never overwrite one of them."""
-    suite = loaded.suite
-    files = [loaded.path, *loaded.rubric_files.values(), *(loaded.resolve(t.file) for t in suite.trajectories)]
-    return files + ([loaded.resolve(suite.lock)] if suite.lock else [])
+    return loaded.input_files()
 
 
 def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:

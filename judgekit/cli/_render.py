@@ -173,24 +173,27 @@ def print_agreement(report) -> None:
             say(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {one_line(', '.join(r.unstable_ids)) or 'none'}")
 
 
-def print_gate(report) -> None:
+def print_gate(report, *, err: bool = False) -> None:
+    """The gate for people (``err``: on stderr, when stdout carries JSON Lines)."""
+    for reason in report.reasons:
+        say(f"FAIL run: {one_line(reason)}", err=err)
     for axis in report.axes:
         value = "n/a" if axis.value is None else f"{axis.value:.3f}"
         status = "PASS" if axis.passed else "FAIL"
         if axis.gating_n == 0 and axis.advisory:
             status = "ADVISORY"  # shown, never gating
         say(f"{status} {one_line(axis.axis)}: {value} (min {axis.minimum}) over {axis.gating_n} gating verdict(s)"
-                   + (f", {axis.unscored} unscored" if axis.unscored else ""))
+            + (f", {axis.unscored} unscored" if axis.unscored else ""), err=err)
         for reason in axis.reasons:
-            say(f"  - {one_line(reason)}")
+            say(f"  - {one_line(reason)}", err=err)
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
-            say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}")
+            say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}", err=err)
         for correction in axis.corrected:
             c = correction.rate
             judge = f" ({one_line(correction.rubric)})" if len(axis.corrected) > 1 else ""
             if c.refused_reason:
-                say(f"  corrected pass rate{judge}: refused: {c.refused_reason}")
+                say(f"  corrected pass rate{judge}: refused: {c.refused_reason}", err=err)
             else:
-                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f}){judge}")
-    say("gate: " + ("PASSED" if report.passed else "FAILED"))
+                say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f}){judge}", err=err)
+    say("gate: " + ("PASSED" if report.passed else "FAILED"), err=err)

@@ -93,7 +93,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if apply_gate:
         from judgekit.cli._render import print_gate
 
-        print_gate(report)
+        print_gate(report, err=fmt == "jsonl")  # stdout stays JSON Lines
     if errors:
         sys.exit(EXIT_INPUT)
     if apply_gate and not report.passed:

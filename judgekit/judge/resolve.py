@@ -74,6 +74,13 @@ class JudgeResolver:
             return JudgeTarget(spec=spec, litellm_model=LITELLM_MODEL, model_pin=local_model_pin(),
                                endpoint="embedded", embedded=True, override=self._override.active, max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
+        if spec.api_base:
+            parts = urlsplit(spec.api_base.strip())
+            if parts.username or parts.password:
+                register_secret(parts.password)  # masked, should anything quote the URL
+                raise ConfigError("the judge's api_base carries credentials (user:password@): they are never sent "
+                                  "that way and never stored; put the key in an environment variable and name it "
+                                  "in api_key_env (or --judge-api-key-env)")
         if spec.api_key_env and not self._environ.get(spec.api_key_env):
             raise ConfigError(f"the judge's API key variable {spec.api_key_env} is not set")
         litellm_model = spec.model.split("@sha256:")[0]
@@ -106,8 +113,6 @@ class Connector:
             server = self._local_server()
             register_secret(server.api_key)
             return Connection(server.api_base, server.api_key)
-        if target.api_base:
-            register_secret(urlsplit(target.api_base.strip()).password)  # masked should an error quote the URL
         if target.api_key_env:
             api_key = self._environ.get(target.api_key_env)
             if not api_key:

@@ -135,12 +135,13 @@ class _Judges:
         return [self.seen[key] for key in sorted(self.seen)]
 
 
-def header_for(loaded: LoadedSuite, suite_file: Path) -> RunHeader:
+def header_for(loaded: LoadedSuite, record_dir: Path | None = None) -> RunHeader:
+    """The header of a run of ``loaded`` whose record goes into ``record_dir`` (None: memory only)."""
     base = loaded.base_dir
     return RunHeader(
         run_id=new_run_id(),
         suite=loaded.suite.name,
-        suite_file=_as_given(suite_file),
+        suite_file=relative_to(loaded.path.resolve(), (record_dir or Path.cwd()).resolve()),
         project=project_state(base),
         judgekit_version=__version__,
         started_at=utc_now(),
@@ -151,15 +152,6 @@ def header_for(loaded: LoadedSuite, suite_file: Path) -> RunHeader:
         gate=loaded.suite.gate,
         calibration_dir=loaded.suite.calibration_dir,
     )
-
-
-def _as_given(path: Path) -> str:
-    """The suite file relative to the working directory when it is under it."""
-    path = Path(path)
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path.resolve())
 
 
 async def run_suite_async(
@@ -180,11 +172,11 @@ async def run_suite_async(
     as soon as it is merged. ``keep_results=False``: the record returned leaves them out (for
     runs too big to hold). ``executor``: answers the judge questions (default: this machine's).
     """
-    from judgekit._files import AtomicFile
+    from judgekit._files import AtomicFile, protect
 
     options = options or RunOptions()
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
-    header = header_for(loaded, loaded.path)
+    header = header_for(loaded, Path(out).parent if out is not None else None)
     gate = Gate(loaded.suite.gate, loaded.resolve(loaded.suite.calibration_dir))
     summary = SummaryBuilder()
     judges = _Judges(gate)
@@ -192,6 +184,7 @@ async def run_suite_async(
     count = 0
     own_executor = executor is None
     with ExitStack() as stack:
+        stack.enter_context(protect(loaded.input_files()))  # a record never replaces the suite's own files
         writer = stack.enter_context(AtomicFile(out)) if out is not None else None
         if writer is not None:
             writer.write(line_of("header", header))
@@ -225,7 +218,10 @@ async def run_suite_async(
         )
         if writer is not None:
             writer.write(line_of("footer", footer))
-    return RunRecord.of(header, kept, footer)
+    record = RunRecord.of(header, kept, footer)
+    if out is not None:
+        record._source = Path(out)
+    return record
 
 
 def run_suite(suite: str | Path | LoadedSuite, **kwargs) -> RunRecord:

@@ -16,14 +16,22 @@ import os
 import secrets
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from judgekit._io import MAX_FILE_BYTES, MAX_LINE_BYTES, describe_validation_error, iter_jsonl, open_regular_file, read_json, strict_json_loads
+from judgekit import _io
+from judgekit._files import relative_to
+from judgekit._io import (
+    MAX_FILE_BYTES,
+    describe_validation_error,
+    open_regular_file,
+    plain_error,
+    read_json,
+    strict_json_loads,
+)
 from judgekit._time import utc_now
 from judgekit.axes import axis_named
 from judgekit.errors import InputError
@@ -79,7 +87,8 @@ class RunHeader(_Strict):
     format_version: Literal[2] = RUN_FORMAT_VERSION
     run_id: str = Field(description="Unique id of this run (time-sortable).")
     suite: str = Field(description="Suite name.")
-    suite_file: str = Field(description="The suite file as given (relative to the working directory, when it was).")
+    suite_file: str = Field(description="The suite file, relative to the folder holding this record (to the working "
+                            "directory for a record not written to a file).")
     project: ProjectState = Field(default_factory=ProjectState)
     judgekit_version: str
     started_at: datetime
@@ -101,6 +110,7 @@ class RunRecord(RunHeader, RunFooter):
     """A whole run in memory: the header's fields, every result, the footer's fields."""
 
     results: list[TrajectoryResult] = Field(default_factory=list, description="One record per trajectory.")
+    _source: Path | None = PrivateAttr(None)  # the file it was read from, for messages
 
     @classmethod
     def of(cls, header: RunHeader, results: list[TrajectoryResult], footer: RunFooter) -> RunRecord:
@@ -114,19 +124,24 @@ class RunRecord(RunHeader, RunFooter):
     def footer(self) -> RunFooter:
         return RunFooter(**{name: getattr(self, name) for name in RunFooter.model_fields})
 
-    @property
-    def suite_dir(self) -> Path:
-        return Path(self.suite_file).parent
+    def suite_path(self) -> Path:
+        """The suite file: ``suite_file`` from the folder of the file this record was read
+        from or written to (the working directory for a record only in memory)."""
+        base = self._source.parent if self._source is not None else Path.cwd()
+        return base / self.suite_file
 
     def calibration_path(self) -> Path:
-        return self.suite_dir / self.calibration_dir
+        return _calibration_path(self.suite_path(), self.calibration_dir, self._source)
 
     def write(self, path: str | Path) -> None:
         """Write this record to ``path`` as format 2 JSON Lines (atomically, secrets masked)."""
         from judgekit._files import AtomicFile
 
+        path = Path(path)
+        header = self.header
+        header.suite_file = relative_to(self.suite_path().resolve(), path.parent.resolve())  # from its new folder
         with AtomicFile(path) as handle:
-            handle.write(line_of("header", self.header))
+            handle.write(line_of("header", header))
             for result in self.results:
                 handle.write(line_of("result", result))
             handle.write(line_of("footer", self.footer))
@@ -223,7 +238,7 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format_version") != 1 or not set(data) <= known:
         raise ValueError("not a format 1 run record")
     results = data.get("results")
-    suite_path = str(data.get("suite_path", ""))
+    suite_path = str(Path(str(data.get("suite_path", ""))).resolve())  # format 1 named it from the working directory
     return {
         "run_id": "v1-" + str(data.get("started_at", "unknown")),
         "suite": data.get("suite"),
@@ -245,17 +260,56 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v
 """Format version -> the function that reads it as format 2."""
 
 
-@dataclass
-class RunStream:
-    """A format 2 record read line by line: ``header`` first, ``results()`` streamed, ``footer``
-    checked at the end (a record without one is refused when the results run out)."""
+def _calibration_path(suite: Path, calibration_dir: str, record: Path | None) -> Path:
+    """The approvals folder a record's gate reads: the suite's calibration folder, found from
+    the suite file the record names (format 1 named the folder itself, absolute). A suite file
+    that is not there is an error, never a gate that quietly finds no approval."""
+    if Path(calibration_dir).is_absolute():
+        return Path(calibration_dir)
+    if not suite.is_file():
+        raise InputError(f"the suite file the record names ({suite}) is not there: keep the record beside the "
+                         "suite it ran, or pass --calibration-dir", record)
+    return suite.parent / calibration_dir
 
-    path: Path
-    header: RunHeader
-    footer: RunFooter | None = None
+
+def _parse_line(raw: bytes, path: Path, line_no: int) -> RunLine | None:
+    """One line of a format 2 record (None for a blank line)."""
+    limit = _io.MAX_LINE_BYTES
+    if len(raw) > limit and not raw.endswith(b"\n"):
+        raise InputError(f"line longer than {limit} bytes", path, line_no)
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8", path, line_no) from None
+    try:
+        line = RunLine.model_validate(strict_json_loads(text))
+    except ValidationError as exc:
+        raise InputError(f"not a run record line: {describe_validation_error(exc)}", path, line_no) from None
+    except ValueError as exc:
+        raise InputError(f"invalid JSON: {plain_error(exc)}", path, line_no) from None
+    if sum(part is not None for part in (line.header, line.result, line.footer)) != 1:
+        raise InputError("a run record line holds exactly one of header, result, footer", path, line_no)
+    return line
+
+
+class RunStream:
+    """A format 2 record read in one pass over one open file: ``header`` first, ``results``
+    streamed once, the footer checked at the end (its count must match, and nothing may follow
+    it: a file holding two records is refused, never gated on the first)."""
+
+    def __init__(self, path: Path, handle, header: RunHeader, line_no: int):
+        self.path = path
+        self.header = header
+        self.footer: RunFooter | None = None
+        self._handle = handle
+        self._line_no = line_no
+        self._read = False
 
     def calibration_path(self) -> Path:
-        return Path(self.header.suite_file).parent / self.header.calibration_dir
+        suite = self.path.parent / self.header.suite_file
+        return _calibration_path(suite, self.header.calibration_dir, self.path)
 
     @property
     def gate(self) -> GatePolicy:
@@ -265,60 +319,94 @@ class RunStream:
     def results(self) -> Iterator[TrajectoryResult]:
         return self.iter_results()
 
+    def close(self) -> None:
+        self._handle.close()
+
     def iter_results(self) -> Iterator[TrajectoryResult]:
-        count = 0
-        for line_no, line in _lines(self.path):
-            if line_no == 1:
-                continue
-            if line.header is not None:
-                raise InputError("a second header: two run records in one file?", self.path, line_no)
-            if line.footer is not None:
-                if line.footer.trajectories != count:
-                    raise InputError(f"the footer counts {line.footer.trajectories} trajectories, the record "
-                                     f"holds {count}", self.path, line_no)
-                self.footer = line.footer
-                return
-            count += 1
-            yield line.result
-        raise InputError("the run record ends without its footer: the run did not finish, or the file was cut",
-                         self.path)
+        if self._read:
+            raise RuntimeError("a run record stream is read once")
+        self._read = True
+        try:
+            count = 0
+            while raw := self._handle.readline(_io.MAX_LINE_BYTES + 1):
+                self._line_no += 1
+                line = _parse_line(raw, self.path, self._line_no)
+                if line is None:
+                    continue
+                if line.header is not None:
+                    raise InputError("a second header: two run records in one file?", self.path, self._line_no)
+                if line.footer is not None:
+                    if line.footer.trajectories != count:
+                        raise InputError(f"the footer counts {line.footer.trajectories} trajectories, the record "
+                                         f"holds {count}", self.path, self._line_no)
+                    self._after_footer()
+                    self.footer = line.footer
+                    return
+                count += 1
+                yield line.result
+            raise InputError("the run record ends without its footer: the run did not finish, or the file was cut",
+                             self.path)
+        finally:
+            self.close()
+
+    def _after_footer(self) -> None:
+        while raw := self._handle.readline(_io.MAX_LINE_BYTES + 1):
+            self._line_no += 1
+            if raw.strip():
+                raise InputError("more after the footer: two run records in one file?", self.path, self._line_no)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, RunLine]]:
-    for line_no, line in iter_jsonl(path, RunLine):
-        if sum(part is not None for part in (line.header, line.result, line.footer)) != 1:
-            raise InputError("a run record line holds exactly one of header, result, footer", path, line_no)
-        yield line_no, line
-
-
-def _first_line(path: Path) -> bytes:
-    with open_regular_file(path, expected="a run record") as handle:
-        return handle.readline(MAX_LINE_BYTES + 1)
+def _sniff(path: Path) -> tuple[int, object]:
+    """(2, the open stream) for format 2; (1, None) for what may be a format 1 document."""
+    handle = open_regular_file(path, expected="a run record").__enter__()
+    line_no = 0
+    try:
+        while raw := handle.readline(_io.MAX_LINE_BYTES + 1):
+            line_no += 1
+            if len(raw) > _io.MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(f"line longer than {_io.MAX_LINE_BYTES} bytes", path, line_no)
+            if raw.strip():
+                break
+        else:
+            raise InputError("not a run record: the file is empty", path, 1)
+        try:
+            data = strict_json_loads(raw)
+        except ValueError:
+            if raw.lstrip().startswith(b"{"):
+                handle.close()
+                return 1, None  # format 1 spreads one document over many lines
+            raise InputError("not a run record (it does not start with a JSON object)", path, line_no) from None
+        if isinstance(data, dict) and data and set(data) <= {"header", "result", "footer"}:
+            line = _parse_line(raw, path, line_no)
+            if line.header is None:
+                raise InputError("a run record starts with its header line", path, line_no)
+            return 2, RunStream(path, handle, line.header, line_no)
+        handle.close()
+        return 1, None
+    except BaseException:
+        handle.close()
+        raise
 
 
 def open_run(path: str | Path) -> RunStream | RunRecord:
-    """A run record of either format: format 2 as a stream, format 1 migrated, whole, in memory."""
+    """A run record of either format: format 2 as a stream (one pass over one open file),
+    format 1 migrated, whole, in memory."""
     path = Path(path)
-    first = _first_line(path)
-    try:
-        data = strict_json_loads(first) if first.strip() else None
-    except ValueError:
-        data = None  # format 1 spreads one document over many lines
-    if isinstance(data, dict) and "header" in data:
-        for line_no, line in _lines(path):
-            if line.header is None:
-                raise InputError("a run record starts with its header", path, line_no)
-            return RunStream(path, line.header)
+    version, stream = _sniff(path)
+    if version == 2:
+        return stream
     document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
     version = document.get("format_version") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or version not in MIGRATIONS:
+    if not isinstance(document, dict) or isinstance(version, bool) or version not in MIGRATIONS:
         raise InputError(f"not a run record (format {RUN_FORMAT_VERSION} is JSON Lines starting with a header "
                          "line; format 1 is one JSON document)", path)
     try:
-        return RunRecord.model_validate(MIGRATIONS[version](document))
+        record = RunRecord.model_validate(MIGRATIONS[version](document))
     except (ValueError, ValidationError) as exc:
         detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InputError(f"not a run record: {detail}", path) from None
+    record._source = path
+    return record
 
 
 def read_run(path: str | Path) -> RunRecord:
@@ -327,17 +415,18 @@ def read_run(path: str | Path) -> RunRecord:
     if isinstance(opened, RunRecord):
         return opened
     results = list(opened.iter_results())
-    return RunRecord.of(opened.header, results, opened.footer)
+    record = RunRecord.of(opened.header, results, opened.footer)
+    record._source = Path(path)
+    return record
 
 
 def is_run_record(path: Path) -> bool:
-    """Whether ``path`` holds a judgekit run record (either format): ``--out`` may replace it."""
+    """Whether ``path`` holds what ``gate`` reads as a run record (either format): ``--out`` may
+    replace it, and nothing else."""
     try:
-        first = _first_line(path)
-        data = strict_json_loads(first) if first.strip() else None
-        if isinstance(data, dict) and isinstance(data.get("header"), dict):
-            return data["header"].get("format") == RUN_FORMAT
-        document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
-    except (InputError, ValueError):
+        opened = open_run(path)
+    except InputError:
         return False
-    return isinstance(document, dict) and {"format_version", "suite", "results"} <= document.keys()
+    if isinstance(opened, RunStream):
+        opened.close()
+    return True
