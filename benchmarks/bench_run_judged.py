@@ -49,7 +49,6 @@ MODEL = "openai/judge-2024-08-06"
 DEFAULT_TRAJECTORIES = 20_000
 FULL_TRAJECTORIES = 100_000
 PEAK_TARGET_MB = 400.0
-DATA_LINE = re.compile(r'^([A-Z]\d*) = (".*")$')
 TOOL_GUIDE = ("One point for the order lookup, one for a valid order id, one when exactly one lookup "
               "succeeded, one when no forbidden tool was used.")
 FAITH_GUIDE = ("Split the answer into atomic claims. A claim is supported only when the order lookup "
@@ -129,12 +128,10 @@ def write_suites(folder: Path, trajectories: int, api_base: str, *,
 
 
 def data_items(user_message: str) -> dict[str, str]:
-    """Every data item of a rendered judge prompt: id -> decoded text."""
-    items = {}
-    for line in user_message.splitlines():
-        if match := DATA_LINE.match(line):
-            items[match.group(1)] = json.loads(match.group(2))
-    return items
+    """Every data item of a rendered prompt: id -> decoded text."""
+    from judgekit.testing import prompt_items
+
+    return prompt_items(user_message)
 
 
 def faithfulness_answer(request: dict[str, Any]) -> dict[str, Any]:

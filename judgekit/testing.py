@@ -73,9 +73,17 @@ where ``script.json`` is a ``ScriptSpec``, e.g.
 
 from __future__ import annotations
 
-from judgekit._testing_replies import SCRIPT_FORMAT_VERSION, Reply, ReplyKind, ScriptSpec
-from judgekit._testing_server import Script, ScriptedOpenAIServer, ScriptFunction
+import json
+import re
+
 from judgekit._testing_main import main
+from judgekit._testing_replies import (
+    SCRIPT_FORMAT_VERSION,
+    Reply,
+    ReplyKind,
+    ScriptSpec,
+)
+from judgekit._testing_server import Script, ScriptedOpenAIServer, ScriptFunction
 from judgekit._testing_spawn import SpawnedScriptedServer
 
 __all__ = [
@@ -87,7 +95,22 @@ __all__ = [
     "ScriptSpec",
     "ScriptedOpenAIServer",
     "SpawnedScriptedServer",
+    "prompt_items",
 ]
+
+_DATA_LINE = re.compile(r'^([A-Z]\d*) = (".*")$')
+
+
+def prompt_items(user_message: str) -> dict[str, str]:
+    """Every data item of a rendered judge prompt (``P``, ``R0``, ``D3``...): id -> decoded text.
+    For scripted judges that answer from what they were shown."""
+    items = {}
+    for line in user_message.splitlines():
+        if match := _DATA_LINE.match(line):
+            items[match.group(1)] = json.loads(match.group(2))
+    return items
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
+

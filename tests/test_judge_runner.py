@@ -13,7 +13,6 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports l
 
 import hashlib
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,14 +30,13 @@ from judgekit.run import RunOptions
 from judgekit.run import run_suite as run_through_library
 from judgekit.run.record import read_run
 from judgekit.suite import Budget, load_suite
-from judgekit.testing import Reply, ScriptedOpenAIServer
+from judgekit.testing import Reply, ScriptedOpenAIServer, prompt_items
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "email-update"
 EXAMPLE_RUBRIC = ROOT / "rubrics" / "update-email.yaml"
 MODEL = "openai/judge-2024-08-06"
 EXAMPLE_JUDGE = {"model": "local", "max_tokens": 512}
-DATA_LINE = re.compile(r'^([A-Z]\d*) = (".*")$')
 
 
 # --- the scripted judge ------------------------------------------------------------------------
@@ -46,11 +44,7 @@ DATA_LINE = re.compile(r'^([A-Z]\d*) = (".*")$')
 
 def data_items(user_message: str) -> dict[str, str]:
     """Every data item of a rendered prompt: id -> decoded text."""
-    items = {}
-    for line in user_message.splitlines():
-        if match := DATA_LINE.match(line):
-            items[match.group(1)] = json.loads(match.group(2))
-    return items
+    return prompt_items(user_message)
 
 
 def judge_answer(request: dict[str, Any]) -> dict[str, Any]:
