@@ -90,6 +90,9 @@ def answer(request: dict[str, Any], n: int) -> Reply:
 class UrllibBackend:
     """A ``Backend`` that posts each call to an OpenAI-compatible server with urllib, on a thread."""
 
+    def close(self) -> None:
+        pass  # no pooled connections
+
     def prepare(self) -> None:
         pass
 

@@ -59,6 +59,10 @@ class Backend(Protocol):
         """Get ready to call (imports, connections) before the first timed call."""
         ...
 
+    def close(self) -> None:
+        """Release what is bound to this run's event loop (pooled connections)."""
+        ...
+
 
 class CallFailed(Exception):
     """A call that did not produce a reply: ``reason`` is 'timeout' or 'provider_error'."""
@@ -164,6 +168,14 @@ class LitellmBackend:
 
     def prepare(self) -> None:
         _litellm()  # import it now (seconds), not inside the first timed call
+
+    def close(self) -> None:
+        """litellm keeps its HTTP clients across calls, and a client's pooled connections belong
+        to the event loop that made them: dropped at the end of a run, the next run (another
+        loop, in the same process) starts with fresh ones instead of failing an attempt on a
+        dead connection."""
+        if _IMPORTED:
+            _litellm().in_memory_llm_clients_cache.flush_cache()
 
     def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""

@@ -93,8 +93,11 @@ class LocalExecutor:
         try:
             self._stack.close()
         finally:
-            if self.store is not None:
-                self.store.close()
+            try:
+                self.runner.backend.close()
+            finally:
+                if self.store is not None:
+                    self.store.close()
 
 
 def open_store(loaded: LoadedSuite, options: RunOptions) -> VerdictStore | None:
