@@ -150,21 +150,7 @@ class VerdictCache:
 
     def get(self, key: str, axis: str | None = None) -> JudgeVerdict | None:
         """The verdict stored under ``key`` (for ``axis``), or None: absent, or refused."""
-        rows = self._rows(
-            "SELECT mode, filename, CASE WHEN length(value) <= ? THEN value END, length(value) "
-            "FROM Cache WHERE key = ? AND raw = 1",
-            (MAX_ENTRY_BYTES, key),
-        )
-        if not rows:
-            return None
-        mode, filename, value, size = rows[0]
-        try:
-            if size is not None and size > MAX_ENTRY_BYTES:
-                raise RefusedEntry(f"its value is {size} bytes, more than a verdict ever is")
-            return self._decode(key, stored_text(mode, filename, value), axis)
-        except RefusedEntry as exc:
-            self.refused.append((key, str(exc)))
-            return None
+        return self.get_many([(key, axis)]).get(key)
 
     def get_many(self, wanted: Sequence[tuple[str, str]]) -> dict[str, JudgeVerdict]:
         """The verdicts stored for these (key, axis) questions, read in batches; refused entries
