@@ -299,6 +299,12 @@ def test_persistent_faults_end_unscored_with_the_right_reason(tmp_path, warm_lit
         assert result.judge.attempts == PERSISTENT_CALLS[kind], (job, kind)
     assert ledger.unscored == dict(expected_reasons)
     assert sum(per_hash.values()) == ledger.calls
+    # Every attempt without a reply is counted, by why; MODEL is unpriced, so no call has a known cost.
+    no_reply = Counter()
+    for kind in (k for k in kinds.values() if k in TRANSPORT_KINDS):
+        no_reply[REASON[kind]] += MAX_ATTEMPTS
+    assert ledger.failed_attempts == dict(no_reply)
+    assert ledger.calls_without_cost == ledger.calls and ledger.cost_usd == 0
     assert_no_fault_became_a_verdict(axes)
 
     # Retry-After was honoured: each 429 was followed by a sleep of exactly its Retry-After.
@@ -330,6 +336,9 @@ def test_transient_faults_that_succeed_on_retry_end_scored(tmp_path, warm_litell
             assert result.status == "scored", (job, kind, result.error)
             assert result.judge.attempts == expected_calls, (job, kind)
     assert ledger.unscored == ({"refusal": fault_counts["refusal"]} if fault_counts["refusal"] else {})
+    retried = Counter(REASON[k] for k in kinds.values() if k in TRANSPORT_KINDS)
+    assert ledger.failed_attempts == dict(retried)  # one failed attempt before each transport fault's reply
+    assert ledger.calls == sum(per_hash.values()) == ledger.calls_without_cost
     assert sleep.calls.count(float(RETRY_AFTER_S)) == fault_counts["rate_limit"]
     assert_no_fault_became_a_verdict(axes)
 

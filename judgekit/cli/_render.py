@@ -86,11 +86,16 @@ class TablePrinter:
 
 def print_ledger(ledger) -> None:
     data = ledger.as_dict()
-    cost = "unknown" if data["calls_without_cost"] and not data["cost_usd"] else f"${data['cost_usd']:.4f}"
+    unpriced = data["calls_without_cost"]
+    cost = f"${data['cost_usd']:.4f}"
+    if unpriced:
+        cost = "unknown" if not data["cost_usd"] else f"{cost} + unknown for {unpriced} call(s)"
+    failed = ", ".join(f"{reason} {n}" for reason, n in data["failed_attempts"].items())
     unscored = ", ".join(f"{k} {v}" for k, v in data["unscored"].items()) or "none"
     say(
         f"judge: {data['calls']} call(s), {data['cache_hits']} cache hit(s), "
-        f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}, unscored: {unscored}",
+        f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}, unscored: {unscored}"
+        + (f", failed attempts: {failed}" if failed else ""),
         err=True,
     )
     if data["cache_refused"]:

@@ -46,6 +46,7 @@ class RawReply:
     cost_usd: float | None
     attempts: int
     finish_reason: str | None = None
+    failures: tuple[str, ...] = ()  # why each earlier attempt got no reply ('timeout' | 'provider_error')
 
 
 class Backend(Protocol):
@@ -65,13 +66,18 @@ class Backend(Protocol):
 
 
 class CallFailed(Exception):
-    """A call that did not produce a reply: ``reason`` is 'timeout' or 'provider_error'."""
+    """A call that did not produce a reply: ``reason`` is 'timeout' or 'provider_error', that of
+    the last attempt; ``failures`` holds each attempt's."""
 
-    def __init__(self, reason: str, detail: str, attempts: int):
+    def __init__(self, reason: str, detail: str, failures: tuple[str, ...]):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
-        self.attempts = attempts
+        self.failures = failures
+
+    @property
+    def attempts(self) -> int:
+        return len(self.failures)
 
 
 _IMPORTED = False
@@ -216,15 +222,15 @@ class LitellmBackend:
             response = await call()
         except Exception as exc:  # noqa: BLE001 - classified just below
             if not _is_transient(exc) or max_attempts == 1:
-                raise CallFailed(_failure_reason(exc), _describe(exc), 1) from None
+                raise CallFailed(_failure_reason(exc), _describe(exc), (_failure_reason(exc),)) from None
             return await self._retry(call, exc, max_attempts)
-        return self._read(response, attempts=1)
+        return self._read(response, failures=())
 
     async def _retry(self, call, first_failure: BaseException, max_attempts: int) -> RawReply:
         from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
 
         await self.sleep(self._backoff(first_failure, 1))
-        attempts = 1
+        failures = [_failure_reason(first_failure)]
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max_attempts - 1),
             wait=lambda state: self._backoff(state.outcome.exception(), state.attempt_number + 1),
@@ -235,14 +241,17 @@ class LitellmBackend:
         try:
             async for attempt in retrying:
                 with attempt:
-                    attempts += 1
-                    response = await call()
+                    try:
+                        response = await call()
+                    except Exception as exc:
+                        failures.append(_failure_reason(exc))
+                        raise
         except RetryError as exc:
             last = exc.last_attempt.exception()
-            raise CallFailed(_failure_reason(last), _describe(last), attempts) from None
+            raise CallFailed(_failure_reason(last), _describe(last), tuple(failures)) from None
         except Exception as exc:  # noqa: BLE001 - a provider refusing the request (4xx) is not transient
-            raise CallFailed(_failure_reason(exc), _describe(exc), attempts) from None
-        return self._read(response, attempts)
+            raise CallFailed(_failure_reason(exc), _describe(exc), tuple(failures)) from None
+        return self._read(response, failures=tuple(failures))
 
     def _cost(self, response: Any) -> float | None:
         """From litellm's offline cost map; None (unknown, not zero) for a model it cannot price.
@@ -269,29 +278,31 @@ class LitellmBackend:
             _UNPRICED.add(model)
             return None
 
-    def _read(self, response: Any, attempts: int) -> RawReply:
+    def _read(self, response: Any, failures: tuple[str, ...]) -> RawReply:
         """Whatever a reply holds, it becomes a RawReply or this call's CallFailed: one reply
         never aborts the run. ``_reply`` checks every field it reads, so the last resort here
         is for a reply no check foresaw."""
         try:
-            return self._reply(response, attempts)
+            return self._reply(response, failures)
         except CallFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - see above
-            raise CallFailed("provider_error", f"could not read the reply: {_describe(exc)}", attempts) from None
+            raise CallFailed("provider_error", f"could not read the reply: {_describe(exc)}",
+                             (*failures, "provider_error")) from None
 
-    def _reply(self, response: Any, attempts: int) -> RawReply:
+    def _reply(self, response: Any, failures: tuple[str, ...]) -> RawReply:
         """The parts of a response judgekit reads, each checked: a server may send anything with
         HTTP 200 (``"choices": []``, a number for content), and such a reply is that verdict's
         provider_error, never a crash of the run."""
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
-            raise CallFailed("provider_error", "malformed reply: it holds no choice", attempts)
+            raise CallFailed("provider_error", "malformed reply: it holds no choice", (*failures, "provider_error"))
         message = getattr(choices[0], "message", None)
         content = getattr(message, "content", None)
         refusal = getattr(message, "refusal", None)
         if message is None or not isinstance(content, str | None) or not isinstance(refusal, str | None):
-            raise CallFailed("provider_error", "malformed reply: its message is not text", attempts)
+            raise CallFailed("provider_error", "malformed reply: its message is not text",
+                             (*failures, "provider_error"))
         usage = getattr(response, "usage", None)
         reported = getattr(response, "model", None)
         finish_reason = getattr(choices[0], "finish_reason", None)
@@ -302,7 +313,8 @@ class LitellmBackend:
             prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
             completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
             cost_usd=self._cost(response),
-            attempts=attempts,
+            attempts=len(failures) + 1,
+            failures=failures,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         )
 

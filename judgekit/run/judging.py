@@ -98,7 +98,11 @@ class Ledger(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = Field(0.0, description="Dollars, from litellm's offline cost map.")
-    calls_without_cost: int = Field(0, description="Calls the cost map could not price (their cost is unknown, not 0).")
+    calls_without_cost: int = Field(
+        0, description="Calls of unknown cost (not 0): replies the cost map could not price, and attempts that "
+                       "got no reply (a provider may bill a request that timed out).")
+    failed_attempts: dict[str, int] = Field(
+        default_factory=dict, description="Attempts that got no usable reply, by why ('timeout', 'provider_error').")
     unscored: dict[str, int] = Field(default_factory=dict, description="Unscored reason -> verdicts.")
 
     @property
@@ -117,6 +121,7 @@ class Ledger(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd, calls_without_cost=self.calls_without_cost + other.calls_without_cost,
+            failed_attempts=summed(self.failed_attempts, other.failed_attempts),
             unscored=summed(self.unscored, other.unscored),
         )
 
@@ -350,6 +355,12 @@ class JudgeRunner:
             **extra,
         )
 
+    def _count_failures(self, failures: tuple[str, ...]) -> None:
+        """Attempts that got no usable reply: their cost is unknown, not 0."""
+        self.ledger.calls_without_cost += len(failures)
+        for reason in failures:
+            self.ledger.failed_attempts[reason] = self.ledger.failed_attempts.get(reason, 0) + 1
+
     def _unscored(self, job: JudgeJob, key: str, reason: str, detail: str, **extra: Any) -> JudgeVerdict:
         return JudgeVerdict(
             axis=job.axis, status="unscored", unscored_reason=reason, detail=redact(detail)[:1000],
@@ -392,10 +403,12 @@ class JudgeRunner:
             except CallFailed as failed:
                 attempts += failed.attempts
                 self.ledger.calls += failed.attempts
+                self._count_failures(failed.failures)
                 return self._unscored(job, key, failed.reason, failed.detail, attempts=attempts,
                                       latency_s=latency())
             attempts += reply.attempts
             self.ledger.calls += reply.attempts
+            self._count_failures(reply.failures)
             self.ledger.prompt_tokens += reply.prompt_tokens
             self.ledger.completion_tokens += reply.completion_tokens
             prompt_tokens += reply.prompt_tokens
