@@ -86,6 +86,9 @@ class Axis:
     """What still gates of a result whose judge is advisory (None: nothing)."""
     empty: Callable[[Any], list[str]] = _no_findings
     """Lint: why these criteria measure nothing, if they don't."""
+    lost: Callable[[Any], list[tuple[str, str]]] = lambda result: []
+    """What a scored result lost, as (what, why): the failed check, the lost point, the unsupported
+    claim. ``compare`` shows what changed between two runs from it."""
 
     @property
     def binary(self) -> bool:
@@ -156,6 +159,19 @@ def _describe_task_success(result: TaskSuccessResult) -> str:
     return "FAIL " + ", ".join(failed[:2]) + ("..." if len(failed) > 2 else "")
 
 
+def _failed_checks(result: TaskSuccessResult) -> list[tuple[str, str]]:
+    return [(check.check, check.reason) for check in result.checks if not check.passed]
+
+
+def _lost_points(result: ToolCorrectnessResult) -> list[tuple[str, str]]:
+    return [(item.point, item.reason) for item in result.items if not item.earned]
+
+
+def _unsupported_claims(result: FaithfulnessResult) -> list[tuple[str, str]]:
+    return [(f"claim: {claim.claim}", claim.citation_error or "not supported by any tool result or context item")
+            for claim in result.claims if not claim.supported]
+
+
 def _task_success_empty(criteria) -> list[str]:
     checks = (criteria.preconditions, criteria.postconditions, criteria.side_effects, criteria.max_latency_s,
               criteria.required_outputs)
@@ -194,7 +210,7 @@ register(Axis(
     answer=TaskSuccessAnswer, sections=task_success_sections, prompt_reads_world=True,
     from_verdict=lambda criteria, result, verdict, prompt: task_success_with_verdict(result, verdict),
     judge_value=_judge_check, fallback_value=_deterministic_checks,
-    empty=_task_success_empty,
+    empty=_task_success_empty, lost=_failed_checks,
 ))
 register(Axis(
     name="tool_correctness", kind="graded", result=ToolCorrectnessResult,
@@ -202,7 +218,7 @@ register(Axis(
     gate_minimum=lambda policy: policy.min_tool_correctness, figure="mean score",
     value=_score, describe=_describe_tool_correctness,
     score=score_tool_correctness,
-    empty=_tool_correctness_empty,
+    empty=_tool_correctness_empty, lost=_lost_points,
 ))
 register(Axis(
     name="faithfulness", kind="graded", result=FaithfulnessResult,
@@ -213,4 +229,5 @@ register(Axis(
     min_quote_chars=lambda criteria: criteria.min_quote_chars,
     from_verdict=lambda criteria, result, verdict, prompt: faithfulness_from_verdict(
         verdict, prompt.evidence, criteria, prompt.output),
+    lost=_unsupported_claims,
 ))

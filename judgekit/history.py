@@ -1,0 +1,499 @@
+"""The run history: an embedded SQLite file of run records, keyed by suite, run id and the
+evaluated project's git commit, with green runs marked.
+
+Each run is a row of ``runs`` (its header and footer as JSON, whether its gate and its
+comparison passed), a row per axis in ``run_axes`` (counts and mean), and a row per trajectory
+and axis in ``results`` (status, score, what it lost, its judge), so a comparison reads two
+runs' rows and never a whole record. Trajectory ids, axis names and judge fingerprints are
+stored once each and referenced by number.
+
+A run is **green** when its gate passed and its comparison (if it was compared) did not fail:
+a run that regressed never becomes the baseline that hides the regression.
+
+The file is hostile until checked: it must be an SQLite database that judgekit's history
+marks as its own (``application_id``), with a schema version this judgekit knows; anything
+else is refused with the reason and never written to. The schema grows by numbered, named
+migrations. Writers (two CI jobs at once) are serialised by SQLite: WAL journal, a busy
+timeout, and one ``BEGIN IMMEDIATE`` transaction per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from judgekit._time import utc_now
+from judgekit.axes import axis_named
+from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, rows_of
+from judgekit.errors import InputError
+
+DEFAULT_HISTORY = Path(".judgekit/history.sqlite")
+APPLICATION_ID = 0x4A4B4854  # "JKHT": what marks a SQLite file as a judgekit history
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 60_000
+_STATUS = {"scored": 0, "unscored": 1, "error": 2}
+_STATUS_NAME = {code: name for name, code in _STATUS.items()}
+_BATCH = 500
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "runs, their axes and per-trajectory rows", """
+        CREATE TABLE schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+        CREATE TABLE runs (
+            pk INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL UNIQUE,
+            suite TEXT NOT NULL,
+            git_commit TEXT,
+            git_dirty INTEGER,
+            ci_build TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            judgekit_version TEXT NOT NULL,
+            trajectories INTEGER NOT NULL,
+            gate_passed INTEGER,
+            compare_passed INTEGER,
+            green INTEGER NOT NULL,
+            rubrics_sha256 TEXT NOT NULL,
+            header TEXT NOT NULL,
+            footer TEXT NOT NULL,
+            recorded_at TEXT NOT NULL);
+        CREATE INDEX runs_by_suite ON runs (suite, started_at);
+        CREATE INDEX runs_by_commit ON runs (suite, git_commit);
+        CREATE TABLE axes (pk INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+        CREATE TABLE trajectory_ids (pk INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE);
+        CREATE TABLE judges (pk INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE);
+        CREATE TABLE run_axes (
+            run_pk INTEGER NOT NULL, axis_pk INTEGER NOT NULL,
+            scored INTEGER NOT NULL, unscored INTEGER NOT NULL, errors INTEGER NOT NULL,
+            full_marks INTEGER NOT NULL, mean_score REAL, advisory INTEGER NOT NULL,
+            PRIMARY KEY (run_pk, axis_pk)) WITHOUT ROWID;
+        CREATE TABLE results (
+            run_pk INTEGER NOT NULL, trajectory_pk INTEGER NOT NULL, axis_pk INTEGER NOT NULL,
+            status INTEGER NOT NULL, score REAL, judge_pk INTEGER, lost TEXT, note TEXT,
+            PRIMARY KEY (run_pk, trajectory_pk, axis_pk)) WITHOUT ROWID;
+    """),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run in the history, without its rows."""
+
+    run_id: str
+    suite: str
+    started_at: datetime
+    finished_at: datetime
+    git_commit: str | None
+    git_dirty: bool | None
+    ci_build: str | None
+    trajectories: int
+    gate_passed: bool | None
+    compare_passed: bool | None
+    green: bool
+    axes: dict[str, dict[str, Any]]
+    """Axis -> scored, unscored, errors, full_marks, mean_score, advisory."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "suite": self.suite, "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat(), "git_commit": self.git_commit, "git_dirty": self.git_dirty,
+            "ci_build": self.ci_build, "trajectories": self.trajectories, "gate_passed": self.gate_passed,
+            "compare_passed": self.compare_passed, "green": self.green, "axes": self.axes,
+        }
+
+
+def _bool(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+class Recorder:
+    """Collects one run's rows as its results come (a run that streams, or a record file read
+    once), and writes them in one transaction at ``finish``."""
+
+    def __init__(self, history: History, header) -> None:
+        self.history = history
+        self.header = header
+        self._rows: list[tuple] = []
+        self._ids: set[str] = set()
+        self._tally: dict[str, dict[str, Any]] = {}
+
+    def add(self, result) -> None:
+        self._ids.add(result.trajectory_id)
+        for row in rows_of(result):
+            tally = self._tally.setdefault(row.axis, {"scored": 0, "unscored": 0, "errors": 0, "full_marks": 0,
+                                                      "total": 0.0, "unjudged": 0, "judges": set()})
+            if row.status == "scored":
+                tally["scored"] += 1
+                tally["total"] += row.score
+                tally["full_marks"] += row.score >= FULL_MARKS
+            elif row.status == "unscored":
+                tally["unscored"] += 1
+            else:
+                tally["errors"] += 1
+            if row.judge is None:
+                tally["unjudged"] += 1
+            else:
+                tally["judges"].add(row.judge)
+            lost = json.dumps(row.lost, ensure_ascii=False) if row.lost else None
+            self._rows.append((row.trajectory_id, row.axis, _STATUS[row.status], row.score, row.judge, lost, row.note))
+
+    def finish(self, footer, *, compare_passed: bool | None = None) -> RunInfo:
+        """Write the run (one transaction) and return it as the history holds it."""
+        return self.history._write(self, footer, compare_passed)
+
+
+class History:
+    """A history file, opened (and created, or migrated) after its checks."""
+
+    def __init__(self, path: str | Path = DEFAULT_HISTORY, *, create: bool = True):
+        self.path = Path(path)
+        existed = self._check_file(create)
+        if not existed:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                         check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot open the history: {exc}", self.path) from None
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._migrate()
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise InputError(f"not a readable judgekit history: {exc}; judgekit never writes over it", self.path) from None
+        except BaseException:
+            self._conn.close()
+            raise
+        self._axis_pks: dict[str, int] = {}
+        self._judge_pks: dict[str, int] = {}
+
+    # --- opening ------------------------------------------------------------------------------
+
+    def _check_file(self, create: bool) -> bool:
+        """Whether the file exists; InputError for anything but a regular file holding SQLite
+        (or nothing), and for odd files beside it, before SQLite opens any of them."""
+        try:
+            info = os.lstat(self.path)
+        except FileNotFoundError:
+            if not create:
+                raise InputError("no history here (nothing recorded yet)", self.path) from None
+            return False
+        except OSError as exc:
+            raise InputError(f"cannot read the history: {exc.strerror}", self.path) from None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            raise InputError("the history is not a regular file (a link, a folder or a device): judgekit "
+                             "never writes through it", self.path)
+        for suffix in ("-wal", "-shm", "-journal"):
+            side = self.path.with_name(self.path.name + suffix)
+            try:
+                side_info = os.lstat(side)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(side_info.st_mode):
+                raise InputError(f"{side.name} beside the history is not a regular file: refused", self.path)
+        if info.st_size:
+            with self.path.open("rb") as handle:
+                head = handle.read(100)
+            if not head.startswith(SQLITE_HEADER):
+                raise InputError("not a judgekit history (not an SQLite database): judgekit never writes over "
+                                 "it; move it away or pass another --history", self.path)
+            if len(head) < 100:
+                raise InputError("the history is truncated (shorter than an SQLite header)", self.path)
+        return True
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables or app_id:
+                raise InputError("an SQLite database, but not a judgekit history (another program's file): judgekit "
+                                 "never writes over it; move it away or pass another --history", self.path)
+        if version > SCHEMA_VERSION:
+            raise InputError(f"written by a newer judgekit (history schema {version}; this one knows up to "
+                             f"{SCHEMA_VERSION}): upgrade judgekit to read it", self.path)
+        if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
+            return
+        with self._transaction():
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another writer may have migrated it
+            for migration in MIGRATIONS:
+                if migration.version <= version:
+                    continue
+                for statement in _statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                             (migration.version, migration.name, utc_now().isoformat()))
+                conn.execute(f"PRAGMA user_version = {migration.version}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def migrations(self) -> list[tuple[int, str, str]]:
+        """(version, name, applied_at) of each migration applied to this file."""
+        return [tuple(row) for row in self._conn.execute("SELECT version, name, applied_at FROM schema_migrations "
+                                                        "ORDER BY version")]
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def recorder(self, header) -> Recorder:
+        return Recorder(self, header)
+
+    def record(self, record, *, compare_passed: bool | None = None) -> RunInfo:
+        """Record a whole run: a ``RunRecord``, or a stream from ``open_run`` (read once)."""
+        recorder = self.recorder(record.header)
+        for result in record.results:
+            recorder.add(result)
+        return recorder.finish(record.footer, compare_passed=compare_passed)
+
+    def import_file(self, path: str | Path) -> tuple[RunInfo, bool]:
+        """Record the run record at ``path``; (the run, whether it was new). A run already in the
+        history is left as it is."""
+        from judgekit.run.record import open_run
+
+        opened = open_run(path)
+        existing = self.find(opened.header.run_id)
+        if existing is not None:
+            if hasattr(opened, "close"):
+                opened.close()
+            return existing, False
+        return self.record(opened), True
+
+    def _pk(self, table: str, column: str, value: str, memo: dict[str, int]) -> int:
+        pk = memo.get(value)
+        if pk is None:
+            self._conn.execute(f"INSERT OR IGNORE INTO {table} ({column}) VALUES (?)", (value,))
+            pk = memo[value] = self._conn.execute(f"SELECT pk FROM {table} WHERE {column} = ?", (value,)).fetchone()[0]
+        return pk
+
+    def _trajectory_pks(self, ids: set[str]) -> dict[str, int]:
+        conn = self._conn
+        found: dict[str, int] = {}
+        ordered = sorted(ids)
+        for start in range(0, len(ordered), _BATCH):
+            chunk = ordered[start:start + _BATCH]
+            conn.executemany("INSERT OR IGNORE INTO trajectory_ids (id) VALUES (?)", ((tid,) for tid in chunk))
+            marks = ",".join("?" * len(chunk))
+            found.update(conn.execute(f"SELECT id, pk FROM trajectory_ids WHERE id IN ({marks})", chunk))
+        return found
+
+    def _write(self, recorder: Recorder, footer, compare_passed: bool | None) -> RunInfo:
+        header = recorder.header
+        gate_passed = footer.gate_report.passed if footer.gate_report is not None else None
+        green = bool(gate_passed) and compare_passed is not False
+        judges = {seen.fingerprint: seen.axes for seen in footer.judges}
+        rubrics = hashlib.sha256(json.dumps({ref: entry.sha256 for ref, entry in header.rubrics.items()},
+                                            sort_keys=True).encode()).hexdigest()
+        conn = self._conn
+        try:
+            with self._transaction():
+                if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (header.run_id,)).fetchone():
+                    raise InputError(f"run {header.run_id} is already in the history", self.path)
+                cursor = conn.execute(
+                    "INSERT INTO runs (run_id, suite, git_commit, git_dirty, ci_build, started_at, finished_at, "
+                    "judgekit_version, trajectories, gate_passed, compare_passed, green, rubrics_sha256, header, footer, "
+                    "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (header.run_id, header.suite, header.project.git_commit,
+                     None if header.project.git_dirty is None else int(header.project.git_dirty),
+                     header.project.ci_build, header.started_at.isoformat(), footer.finished_at.isoformat(),
+                     header.judgekit_version, footer.trajectories,
+                     None if gate_passed is None else int(gate_passed),
+                     None if compare_passed is None else int(compare_passed), int(green), rubrics,
+                     header.model_dump_json(), footer.model_dump_json(), utc_now().isoformat()))
+                run_pk = cursor.lastrowid
+                axis_pks = {name: self._pk("axes", "name", name, self._axis_pks) for name in recorder._tally}
+                judge_pks = {fp: self._pk("judges", "fingerprint", fp, self._judge_pks)
+                             for tally in recorder._tally.values() for fp in tally["judges"]}
+                trajectory_pks = self._trajectory_pks(recorder._ids)
+                conn.executemany(
+                    "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    ((run_pk, trajectory_pks[tid], axis_pks[axis], status, score,
+                      judge_pks[judge] if judge is not None else None, lost, note)
+                     for tid, axis, status, score, judge, lost, note in recorder._rows))
+                for name, tally in recorder._tally.items():
+                    advisory = (not tally["unjudged"] and axis_named(name).fallback_value is None
+                                and all(judges.get(fp, {}).get(name) != "approved" for fp in tally["judges"]))
+                    mean = tally["total"] / tally["scored"] if tally["scored"] else None
+                    conn.execute("INSERT INTO run_axes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (run_pk, axis_pks[name], tally["scored"], tally["unscored"], tally["errors"],
+                                  tally["full_marks"], mean, int(advisory)))
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"could not record the run: {exc}", self.path) from None
+        finally:
+            self._axis_pks.clear()  # pks seen inside a transaction that rolled back are not real
+            self._judge_pks.clear()
+        return self.find(header.run_id)
+
+    def mark(self, run_id: str, *, compare_passed: bool) -> RunInfo:
+        """Set a recorded run's comparison outcome (and so whether it is green)."""
+        with self._transaction():
+            self._conn.execute("UPDATE runs SET compare_passed = ?, green = (gate_passed = 1 AND ?) WHERE run_id = ?",
+                               (int(compare_passed), int(compare_passed), run_id))
+        return self.find(run_id)
+
+    def prune(self, *, keep: int | None = None, older_than_days: float | None = None,
+              suite: str | None = None) -> int:
+        """Remove runs: beyond the newest ``keep`` of each suite, or older than the given age.
+        The newest green run of each suite is always kept (it is the baseline)."""
+        conn = self._conn
+        doomed: set[int] = set()
+        suites = [suite] if suite else [s for (s,) in conn.execute("SELECT DISTINCT suite FROM runs")]
+        for name in suites:
+            runs = conn.execute("SELECT pk, started_at, green FROM runs WHERE suite = ? ORDER BY started_at DESC, pk DESC",
+                                (name,)).fetchall()
+            newest_green = next((pk for pk, _, green in runs if green), None)
+            for index, (pk, started_at, _) in enumerate(runs):
+                if pk == newest_green:
+                    continue
+                if keep is not None and index >= keep:
+                    doomed.add(pk)
+                if older_than_days is not None and datetime.fromisoformat(started_at) < utc_now() - timedelta(days=older_than_days):
+                    doomed.add(pk)
+        with self._transaction():
+            for pk in doomed:
+                conn.execute("DELETE FROM results WHERE run_pk = ?", (pk,))
+                conn.execute("DELETE FROM run_axes WHERE run_pk = ?", (pk,))
+                conn.execute("DELETE FROM runs WHERE pk = ?", (pk,))
+            conn.execute("DELETE FROM trajectory_ids WHERE pk NOT IN (SELECT DISTINCT trajectory_pk FROM results)")
+        if doomed:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+        return len(doomed)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        try:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"the history cannot be read: {exc}", self.path) from None
+
+    _RUN_COLUMNS = ("pk, run_id, suite, started_at, finished_at, git_commit, git_dirty, ci_build, trajectories, "
+                    "gate_passed, compare_passed, green")
+
+    def _infos(self, rows: list[tuple]) -> list[RunInfo]:
+        if not rows:
+            return []
+        pks = [row[0] for row in rows]
+        axes: dict[int, dict[str, dict[str, Any]]] = {pk: {} for pk in pks}
+        marks = ",".join("?" * len(pks))
+        for run_pk, name, scored, unscored, errors, full, mean, advisory in self._query(
+                f"SELECT r.run_pk, a.name, r.scored, r.unscored, r.errors, r.full_marks, r.mean_score, r.advisory "
+                f"FROM run_axes r JOIN axes a ON a.pk = r.axis_pk WHERE r.run_pk IN ({marks})", pks):
+            axes[run_pk][name] = {"scored": scored, "unscored": unscored, "errors": errors, "full_marks": full,
+                                  "mean_score": mean, "advisory": bool(advisory),
+                                  "pass_rate": full / scored if scored else None}
+        return [RunInfo(run_id=run_id, suite=suite, started_at=datetime.fromisoformat(started),
+                        finished_at=datetime.fromisoformat(finished), git_commit=commit, git_dirty=_bool(dirty),
+                        ci_build=build, trajectories=n, gate_passed=_bool(gate), compare_passed=_bool(compared),
+                        green=bool(green), axes=dict(sorted(axes[pk].items())))
+                for pk, run_id, suite, started, finished, commit, dirty, build, n, gate, compared, green in rows]
+
+    def runs(self, *, suite: str | None = None, limit: int | None = 20, green_only: bool = False) -> list[RunInfo]:
+        """Runs, newest first."""
+        where, params = [], []
+        if suite is not None:
+            where.append("suite = ?")
+            params.append(suite)
+        if green_only:
+            where.append("green = 1")
+        sql = f"SELECT {self._RUN_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql += " ORDER BY started_at DESC, pk DESC" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        return self._infos(self._query(sql, params))
+
+    def find(self, run_id: str) -> RunInfo | None:
+        found = self._infos(self._query(f"SELECT {self._RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)))
+        return found[0] if found else None
+
+    def documents(self, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The run's header and footer, as recorded."""
+        found = self._query("SELECT header, footer FROM runs WHERE run_id = ?", (run_id,))
+        if not found:
+            raise InputError(f"no run {run_id!r} in the history", self.path)
+        return json.loads(found[0][0]), json.loads(found[0][1])
+
+    def last_green(self, suite: str, *, before: str | None = None) -> RunInfo | None:
+        """The newest green run of ``suite`` (started before run ``before``, when given)."""
+        sql = f"SELECT {self._RUN_COLUMNS} FROM runs WHERE suite = ? AND green = 1"
+        params: list[Any] = [suite]
+        if before is not None:
+            sql += " AND run_id != ? AND started_at <= (SELECT started_at FROM runs WHERE run_id = ?)"
+            params += [before, before]
+        found = self._infos(self._query(sql + " ORDER BY started_at DESC, pk DESC LIMIT 1", params))
+        return found[0] if found else None
+
+    def rows(self, run_id: str) -> RunRows:
+        """A recorded run's rows, for ``compare``."""
+        found = self._query("SELECT pk, suite, started_at, git_commit, trajectories, gate_passed, footer "
+                            "FROM runs WHERE run_id = ?", (run_id,))
+        if not found:
+            raise InputError(f"no run {run_id!r} in the history", self.path)
+        pk, suite, started, commit, n, gate, footer = found[0]
+        judges = {seen["fingerprint"]: seen["axes"] for seen in json.loads(footer).get("judges", [])}
+        rows = RunRows(run_id=run_id, suite=suite, started_at=datetime.fromisoformat(started), git_commit=commit,
+                       trajectories=n, gate_passed=_bool(gate), judges=judges)
+        for tid, axis, status, score, lost, note, judge in self._query(
+                "SELECT t.id, a.name, r.status, r.score, r.lost, r.note, j.fingerprint FROM results r "
+                "JOIN trajectory_ids t ON t.pk = r.trajectory_pk JOIN axes a ON a.pk = r.axis_pk "
+                "LEFT JOIN judges j ON j.pk = r.judge_pk WHERE r.run_pk = ?", (pk,)):
+            parsed = tuple(tuple(item) for item in json.loads(lost)) if lost else ()
+            rows.add(AxisRow(tid, axis, _STATUS_NAME[status], score, parsed, note, judge))
+        return rows
+
+    def noise(self, suite: str, *, limit: int = 200) -> dict[str, Noise]:
+        """Per axis, the run-to-run spread of the mean among recent runs of ``suite`` that should
+        agree (one clean commit, one set of rubric hashes): repeated runs, judge axes' wobble."""
+        groups: dict[tuple[str, str, str], list[float]] = {}
+        for commit, rubrics, name, mean in self._query(
+                "SELECT r.git_commit, r.rubrics_sha256, a.name, x.mean_score FROM "
+                "(SELECT * FROM runs WHERE suite = ? AND git_commit IS NOT NULL AND git_dirty = 0 "
+                " ORDER BY started_at DESC LIMIT ?) r "
+                "JOIN run_axes x ON x.run_pk = r.pk JOIN axes a ON a.pk = x.axis_pk WHERE x.mean_score IS NOT NULL",
+                (suite, limit)):
+            groups.setdefault((name, commit, rubrics), []).append(mean)
+        by_axis: dict[str, list[list[float]]] = {}
+        for (name, _, _), means in groups.items():
+            by_axis.setdefault(name, []).append(means)
+        found = {name: pooled_noise(lists) for name, lists in by_axis.items()}
+        return {name: noise for name, noise in found.items() if noise is not None}
+
+
+def _statements(sql: str) -> list[str]:
+    return [part.strip() for part in sql.split(";") if part.strip()]

@@ -1,0 +1,95 @@
+"""Reports of a run: JUnit XML, a Markdown summary and a self-contained HTML dashboard.
+
+Each writer reads one ``ReportInput``: the run record (whole), its comparison with the
+baseline (if any), the suite's trend from the history (if any), and each judge's calibration
+status. ``report_input`` gathers them; the writers only render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from judgekit.compare import Comparison
+
+
+@dataclass(frozen=True)
+class JudgeStatus:
+    """One judge on one axis, as the run's gate saw it, with what its calibration measured."""
+
+    axis: str
+    rubric: str
+    model_pin: str
+    endpoint: str
+    fingerprint: str
+    status: Literal["approved", "advisory"]
+    verdicts: int
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    labelled: int | None = None
+    """Labelled items the approval record rests on (None: no approval record)."""
+    decided_at: str | None = None
+    reason: str = ""
+    """Why it gates or why it is advisory, in words."""
+
+
+@dataclass
+class ReportInput:
+    record: object
+    """The run record (``judgekit.run.RunRecord``, results included)."""
+    comparison: Comparison | None = None
+    trend: list = field(default_factory=list)
+    """``judgekit.history.RunInfo`` of the suite's runs, newest first (this run included when recorded)."""
+    judges: list[JudgeStatus] = field(default_factory=list)
+
+
+def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
+    """Each judge of the run on each axis, with its approval record's kappa where one matches."""
+    from judgekit.calibration.approval import find_approval
+
+    advisory_reasons = {}
+    if record.gate_report is not None:
+        for axis in record.gate_report.axes:
+            for item in axis.advisory:
+                advisory_reasons[(axis.axis, item.rubric)] = item.reason
+    found = []
+    for seen in record.judges:
+        approval = None
+        if calibration_dir is not None:
+            try:
+                approval = find_approval(calibration_dir, seen.rubric.split("@", 1)[0], seen.fingerprint)
+            except Exception:  # noqa: BLE001 - a report shows what it can; the gate already decided
+                approval = None
+        for axis, status in sorted(seen.axes.items()):
+            decision = approval.axes.get(axis) if approval is not None else None
+            if status == "approved":
+                reason = "approved by calibration"
+            else:
+                reason = advisory_reasons.get((axis, seen.rubric), "not approved by calibration")
+            found.append(JudgeStatus(
+                axis=axis, rubric=seen.rubric, model_pin=seen.model_pin, endpoint=seen.endpoint,
+                fingerprint=seen.fingerprint, status=status, verdicts=seen.verdicts,
+                kappa=decision.kappa.value if decision else None,
+                kappa_low=decision.kappa.low if decision else None,
+                kappa_high=decision.kappa.high if decision else None,
+                labelled=decision.n if decision else None,
+                decided_at=approval.decided_at.isoformat() if approval is not None else None,
+                reason=reason,
+            ))
+    return found
+
+
+def report_input(record, *, comparison: Comparison | None = None, history=None,
+                 calibration_dir: Path | None = None, trend_limit: int = 100) -> ReportInput:
+    """Everything a report shows of ``record``: its comparison, the suite's trend from
+    ``history`` (a ``judgekit.history.History``) and its judges' calibration status."""
+    trend = history.runs(suite=record.suite, limit=trend_limit) if history is not None else []
+    if calibration_dir is None:
+        try:
+            calibration_dir = record.calibration_path()
+        except Exception:  # noqa: BLE001 - the suite may not be beside the record: no calibration shown
+            calibration_dir = None
+    return ReportInput(record=record, comparison=comparison, trend=trend,
+                       judges=judge_statuses(record, calibration_dir))
