@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit._time import utc_now
-from judgekit.axes import axis_named
-from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, rows_of
+from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, run_rows
 from judgekit.errors import InputError
 
 DEFAULT_HISTORY = Path(".judgekit/history.sqlite")
@@ -122,42 +121,6 @@ class RunInfo:
 
 def _bool(value: int | None) -> bool | None:
     return None if value is None else bool(value)
-
-
-class Recorder:
-    """Collects one run's rows as its results come (a run that streams, or a record file read
-    once), and writes them in one transaction at ``finish``."""
-
-    def __init__(self, history: History, header) -> None:
-        self.history = history
-        self.header = header
-        self._rows: list[tuple] = []
-        self._ids: set[str] = set()
-        self._tally: dict[str, dict[str, Any]] = {}
-
-    def add(self, result) -> None:
-        self._ids.add(result.trajectory_id)
-        for row in rows_of(result):
-            tally = self._tally.setdefault(row.axis, {"scored": 0, "unscored": 0, "errors": 0, "full_marks": 0,
-                                                      "total": 0.0, "unjudged": 0, "judges": set()})
-            if row.status == "scored":
-                tally["scored"] += 1
-                tally["total"] += row.score
-                tally["full_marks"] += row.score >= FULL_MARKS
-            elif row.status == "unscored":
-                tally["unscored"] += 1
-            else:
-                tally["errors"] += 1
-            if row.judge is None:
-                tally["unjudged"] += 1
-            else:
-                tally["judges"].add(row.judge)
-            lost = json.dumps(row.lost, ensure_ascii=False) if row.lost else None
-            self._rows.append((row.trajectory_id, row.axis, _STATUS[row.status], row.score, row.judge, lost, row.note))
-
-    def finish(self, footer, *, compare_passed: bool | None = None) -> RunInfo:
-        """Write the run (one transaction) and return it as the history holds it."""
-        return self.history._write(self, footer, compare_passed)
 
 
 class History:
@@ -273,15 +236,12 @@ class History:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def recorder(self, header) -> Recorder:
-        return Recorder(self, header)
-
-    def record(self, record, *, compare_passed: bool | None = None) -> RunInfo:
-        """Record a whole run: a ``RunRecord``, or a stream from ``open_run`` (read once)."""
-        recorder = self.recorder(record.header)
-        for result in record.results:
-            recorder.add(result)
-        return recorder.finish(record.footer, compare_passed=compare_passed)
+    def record(self, record, *, compare_passed: bool | None = None, rows: RunRows | None = None) -> RunInfo:
+        """Record a run (one transaction): a ``RunRecord``, or a stream from ``open_run`` (read
+        once). ``rows``: the run's rows when the caller already has them (``run --compare``)."""
+        if rows is None:
+            rows = run_rows(record)
+        return self._write(record.header, record.footer, rows, compare_passed)
 
     def import_file(self, path: str | Path) -> tuple[RunInfo, bool]:
         """Record the run record at ``path``; (the run, whether it was new). A run already in the
@@ -314,11 +274,9 @@ class History:
             found.update(conn.execute(f"SELECT id, pk FROM trajectory_ids WHERE id IN ({marks})", chunk))
         return found
 
-    def _write(self, recorder: Recorder, footer, compare_passed: bool | None) -> RunInfo:
-        header = recorder.header
+    def _write(self, header, footer, rows: RunRows, compare_passed: bool | None) -> RunInfo:
         gate_passed = footer.gate_report.passed if footer.gate_report is not None else None
         green = bool(gate_passed) and compare_passed is not False
-        judges = {seen.fingerprint: seen.axes for seen in footer.judges}
         rubrics = hashlib.sha256(json.dumps({ref: entry.sha256 for ref, entry in header.rubrics.items()},
                                             sort_keys=True).encode()).hexdigest()
         conn = self._conn
@@ -338,22 +296,23 @@ class History:
                      None if compare_passed is None else int(compare_passed), int(green), rubrics,
                      header.model_dump_json(), footer.model_dump_json(), utc_now().isoformat()))
                 run_pk = cursor.lastrowid
-                axis_pks = {name: self._pk("axes", "name", name, self._axis_pks) for name in recorder._tally}
-                judge_pks = {fp: self._pk("judges", "fingerprint", fp, self._judge_pks)
-                             for tally in recorder._tally.values() for fp in tally["judges"]}
-                trajectory_pks = self._trajectory_pks(recorder._ids)
-                conn.executemany(
-                    "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    ((run_pk, trajectory_pks[tid], axis_pks[axis], status, score,
-                      judge_pks[judge] if judge is not None else None, lost, note)
-                     for tid, axis, status, score, judge, lost, note in recorder._rows))
-                for name, tally in recorder._tally.items():
-                    advisory = (not tally["unjudged"] and axis_named(name).fallback_value is None
-                                and all(judges.get(fp, {}).get(name) != "approved" for fp in tally["judges"]))
-                    mean = tally["total"] / tally["scored"] if tally["scored"] else None
+                trajectory_pks = self._trajectory_pks(rows.ids)
+                for name, by_id in rows.rows.items():
+                    axis_pk = self._pk("axes", "name", name, self._axis_pks)
+                    judge_pks = {fp: self._pk("judges", "fingerprint", fp, self._judge_pks)
+                                 for fp in {row.judge for row in by_id.values() if row.judge is not None}}
+                    conn.executemany(
+                        "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        ((run_pk, trajectory_pks[row.trajectory_id], axis_pk, _STATUS[row.status], row.score,
+                          judge_pks[row.judge] if row.judge is not None else None,
+                          json.dumps(row.lost, ensure_ascii=False) if row.lost else None, row.note)
+                         for row in by_id.values()))
+                    scores = [row.score for row in by_id.values() if row.status == "scored"]
+                    statuses = [row.status for row in by_id.values()]
                     conn.execute("INSERT INTO run_axes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (run_pk, axis_pks[name], tally["scored"], tally["unscored"], tally["errors"],
-                                  tally["full_marks"], mean, int(advisory)))
+                                 (run_pk, axis_pk, len(scores), statuses.count("unscored"), statuses.count("error"),
+                                  sum(score >= FULL_MARKS for score in scores),
+                                  sum(scores) / len(scores) if scores else None, int(rows.advisory(name))))
         except sqlite3.DatabaseError as exc:
             raise InputError(f"could not record the run: {exc}", self.path) from None
         finally:
@@ -497,3 +456,32 @@ class History:
 
 def _statements(sql: str) -> list[str]:
     return [part.strip() for part in sql.split(";") if part.strip()]
+
+
+def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[RunRows | None, str]:
+    """The baseline ``spec`` names for ``run``: 'last-green' (the suite's newest green run in the
+    history, this run excluded), a run record file, or a run id in the history. (None, how)
+    when last-green finds none; InputError when a named baseline is not there."""
+    from judgekit.run.record import open_run
+
+    if spec == "last-green":
+        if history is None:
+            return None, "last-green (no history)"
+        before = run.run_id if history.find(run.run_id) is not None else None
+        found = history.last_green(run.suite, before=before)
+        if found is None:
+            return None, "last-green"
+        baseline, source = history.rows(found.run_id), f"last-green ({found.run_id})"
+    elif Path(spec).is_file():
+        baseline, source = run_rows(open_run(spec)), f"file {spec}"
+    elif history is not None and history.find(spec) is not None:
+        baseline, source = history.rows(spec), f"run {spec}"
+    else:
+        where = f" in the history {history.path}" if history is not None else " (no history given)"
+        raise InputError(f"--baseline {spec!r}: no such run record file, and no run with that id{where}")
+    if baseline.suite != run.suite:
+        raise InputError(f"--baseline {spec!r} is a run of suite {baseline.suite!r}, not {run.suite!r}: "
+                         "runs of different suites are not compared")
+    if baseline.run_id == run.run_id:
+        raise InputError(f"--baseline {spec!r} is the run itself")
+    return baseline, source

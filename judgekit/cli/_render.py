@@ -202,3 +202,42 @@ def print_gate(report, *, err: bool = False) -> None:
             else:
                 say(f"  corrected pass rate {c.corrected:.3f} [{c.low:.3f}, {c.high:.3f}] (observed {c.observed:.3f}){judge}", err=err)
     say("gate: " + ("PASSED" if report.passed else "FAILED"), err=err)
+
+
+def print_comparison(comparison, *, err: bool = False) -> None:
+    """The comparison for people: one line per axis, the regressions, the verdict and why."""
+    base = comparison.baseline
+    against = f"{base.run_id} ({comparison.baseline_source})" if base else f"no baseline ({comparison.baseline_source})"
+    say(f"compare {one_line(comparison.run.run_id)} against {one_line(against)}", err=err)
+    for axis in comparison.axes:
+        parts = []
+        if axis.mean is not None:
+            parts.append(f"mean {axis.mean:.3f}")
+        if axis.baseline_mean is not None:
+            change = f"{-100 * axis.relative_drop:+.1f}%" if axis.relative_drop is not None else "n/a"
+            parts.append(f"baseline {axis.baseline_mean:.3f} ({change})")
+        if axis.test is not None:
+            parts.append(f"p={axis.test.p_value:.3g} [{axis.test.ci_low:+.3f}, {axis.test.ci_high:+.3f}]")
+        parts.append(f"{axis.shared} shared" if base else f"{axis.scored} scored")
+        mark = "FLAGGED" if axis.flagged else "ok"
+        if axis.advisory:
+            mark += " (advisory)"
+        say(f"  {axis.axis}: {mark}: " + ", ".join(parts), err=err)
+    if comparison.regressions_total:
+        say(f"regressions ({comparison.regressions_total}; flipped pass -> fail first):", err=err)
+        for reg in comparison.regressions[:20]:
+            before = "-" if reg.baseline_score is None else f"{reg.baseline_score:.2f}"
+            after = reg.status if reg.score is None else f"{reg.score:.2f}"
+            lost = "; ".join(reg.lost[:3]) or (reg.note or "")
+            say(f"  {one_line(reg.trajectory_id)} {reg.axis}: {before} -> {after}"
+                + (" FLIPPED" if reg.flipped else "") + (f": {one_line(lost)}" if lost else ""), err=err)
+        if comparison.regressions_total > 20:
+            say(f"  ... and {comparison.regressions_total - 20} more", err=err)
+    for note in comparison.notes:
+        say(f"note: {one_line(note)}", err=err)
+    if comparison.passed:
+        say("compare: PASSED", err=err)
+    else:
+        say("compare: FAILED", err=err)
+        for reason in comparison.reasons:
+            say(f"  - {one_line(reason)}", err=err)

@@ -11,6 +11,7 @@ import click
 from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, AxisChoice, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 from judgekit.cli._prepare import prepare_out, suite_inputs
+from judgekit.cli.loop_cmd import compare_options, compare_policy, compare_run, history_option, open_history, report_options
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 
@@ -32,9 +33,18 @@ from judgekit.schemas import SCHEMA_NAMES
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop judging cleanly past this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop judging cleanly past this cost.")
 @click.option("--gate", "apply_gate", is_flag=True, help="Then gate the run: exit 1 when it fails (see `judgekit gate`).")
+@click.option("--compare", "do_compare", is_flag=True,
+              help="Then compare with the baseline (see `judgekit compare`) and record the run in the history.")
+@compare_options
+@click.option("--record", "do_record", is_flag=True, help="Record the run in the history (implied by --compare).")
+@history_option
+@report_options
+@click.option("--dry-run", is_flag=True,
+              help="Plan only: judge questions, how many the cache answers, estimated tokens and cost; spend nothing.")
 @handle_errors
 def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, judge_api_key_env, allow_floating,
-        concurrency, cache_dir, no_cache, budget_tokens, budget_usd, apply_gate) -> None:
+        concurrency, cache_dir, no_cache, budget_tokens, budget_usd, apply_gate, do_compare, baseline, max_drop,
+        max_drop_axis, axes, require_baseline, do_record, history_path, junit, markdown, html, dry_run) -> None:
     """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml).
 
     Deterministic axes are scored first; judge axes go through the verdict cache, then the
@@ -42,9 +52,13 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     without repeating a call. Results stream: --format jsonl prints each as it is merged, --out
     writes the run record (JSON Lines: header, one line per trajectory, footer) as it goes.
 
-    Exit codes: 0 ok, 1 the gate failed (with --gate), 2 an input error (some trajectory could
-    not be scored, or a bad flag or file), 3 internal error. The gate is decided even when some
-    trajectories could not be scored.
+    With --compare the run is compared with its baseline (the suite's last green run in the
+    history by default) and recorded in the history; it is green when its gate passed and the
+    comparison did not fail. --junit, --markdown and --html write the reports.
+
+    Exit codes: 0 ok, 1 the gate failed (with --gate) or the comparison flagged or failed (with
+    --compare), 2 an input error (some trajectory could not be scored, or a bad flag or file),
+    3 internal error. The gate is decided even when some trajectories could not be scored.
     """
     from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
     from judgekit.runtime import init
@@ -55,8 +69,11 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     init(tune_gc=True)  # a process that judges and ends: fewer, cheaper garbage collections
     loaded = load_suite(suite)
-    if out is not None:
+    if out is not None and not dry_run:
         prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
+    reports = {"junit": junit, "markdown": markdown, "html": html}
+    for path in (p for p in reports.values() if p is not None):
+        prepare_out(path, suite_inputs(loaded), what="a report", is_ours=lambda p: p.is_file())
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
@@ -67,19 +84,36 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         budget=budget,
         progress=progress_factory(),
     )
+    if dry_run:
+        from judgekit.run.estimate import estimate_run, render_estimate
+
+        say(render_estimate(estimate_run(loaded, options)))
+        return
+    policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline) if do_compare else None
+    history = open_history(history_path, create=True) if (do_compare or do_record) else None
     table = TablePrinter() if fmt == "table" else None
     errors: list[tuple[str, str, str]] = []
+    rows = None
+    if history is not None:
+        from judgekit.compare import RunRows, rows_of
+
+        rows = RunRows(run_id="", suite=loaded.suite.name)
 
     def on_result(result) -> None:
         if table is not None:
             table.add(result)
         else:
             print_jsonl(result)
+        if rows is not None:
+            rows.ids.add(result.trajectory_id)
+            for row in rows_of(result):
+                rows.add(row)
         for axis in result.axes.values():
             if axis.status == "error":
                 errors.append((result.trajectory_id, axis.axis, axis.error or ""))
 
-    record = run_suite(loaded, options=options, on_result=on_result, keep_results=False, out=out)
+    want_reports = any(reports.values())
+    record = run_suite(loaded, options=options, on_result=on_result, keep_results=want_reports, out=out)
     if table is not None:
         table.print(record)
     if record.ledger is not None:
@@ -94,9 +128,32 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         from judgekit.cli._render import print_gate
 
         print_gate(report, err=fmt == "jsonl")  # stdout stays JSON Lines
+    comparison = None
+    if history is not None:
+        rows.run_id, rows.started_at, rows.git_commit = record.run_id, record.started_at, record.project.git_commit
+        rows.trajectories, rows.gate_passed = record.trajectories, report.passed
+        rows.judges = {seen.fingerprint: dict(seen.axes) for seen in record.judges}
+        if policy is not None:
+            from judgekit.cli._render import print_comparison
+
+            comparison = compare_run(rows, history, baseline, policy)
+            print_comparison(comparison, err=fmt == "jsonl")
+        info = history.record(record, compare_passed=comparison.passed if comparison else None, rows=rows)
+        say(f"recorded {info.run_id} in {one_line(str(history_path))}: {'green' if info.green else 'not green'}",
+            err=True)
+    if want_reports:
+        from judgekit.report import report_input, write_reports
+
+        data = report_input(record, comparison=comparison, history=history)
+        for path in write_reports(data, **reports):
+            say(f"wrote {one_line(str(path))}", err=True)
+    if history is not None:
+        history.close()
     if errors:
         sys.exit(EXIT_INPUT)
     if apply_gate and not report.passed:
+        sys.exit(EXIT_GATE_FAILED)
+    if comparison is not None and not comparison.passed:
         sys.exit(EXIT_GATE_FAILED)
 
 

@@ -93,3 +93,25 @@ def report_input(record, *, comparison: Comparison | None = None, history=None,
             calibration_dir = None
     return ReportInput(record=record, comparison=comparison, trend=trend,
                        judges=judge_statuses(record, calibration_dir))
+
+
+def write_reports(data: ReportInput, *, junit: Path | None = None, markdown: Path | None = None,
+                  html: Path | None = None) -> list[Path]:
+    """Write each report asked for (each atomically); the paths written."""
+    written = []
+    if junit is not None:
+        from judgekit.report.junit import write_junit
+
+        write_junit(data, junit)
+        written.append(Path(junit))
+    if markdown is not None:
+        from judgekit.report.markdown import write_markdown
+
+        write_markdown(data, markdown)
+        written.append(Path(markdown))
+    if html is not None:
+        from judgekit.report.html import write_html
+
+        write_html(data, html)
+        written.append(Path(html))
+    return written

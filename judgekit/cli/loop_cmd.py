@@ -1,0 +1,281 @@
+"""The CI loop's commands: history, compare, report (and the options ``run`` shares with them)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from judgekit.cli._exit import EXIT_GATE_FAILED, handle_errors
+from judgekit.cli._out import one_line, say, say_json
+
+DEFAULT_HISTORY = ".judgekit/history.sqlite"
+
+
+def history_option(func):
+    return click.option(
+        "--history", "history_path", type=click.Path(dir_okay=False, path_type=Path), default=Path(DEFAULT_HISTORY),
+        show_default=True, envvar="JUDGEKIT_HISTORY", help="The run history (SQLite; env JUDGEKIT_HISTORY).",
+    )(func)
+
+
+def compare_options(func):
+    """--baseline, --max-drop, --max-drop-axis, --axis, --require-baseline."""
+    from judgekit.cli._exit import AxisChoice
+
+    options = [
+        click.option("--baseline", default="last-green", show_default=True, metavar="last-green|RUN_ID|FILE",
+                     help="What to compare with: the suite's newest green run in the history, a run id there, "
+                          "or a run record file."),
+        click.option("--max-drop", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+                     help="Flag an axis whose mean dropped by more than this, relative."),
+        click.option("--max-drop-axis", "max_drop_axis", multiple=True, metavar="AXIS=DROP",
+                     help="The same for one axis (repeatable), e.g. faithfulness=0.1."),
+        click.option("--axis", "axes", multiple=True, type=AxisChoice(),
+                     help="Compare only these axes (repeatable; default: every axis the runs scored)."),
+        click.option("--require-baseline", is_flag=True,
+                     help="Fail when there is no baseline (default: a first run is measured on its own)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def report_options(func):
+    options = [
+        click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write JUnit XML: a testcase per trajectory and axis."),
+        click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write a Markdown summary (a CI job summary, a pull-request comment)."),
+        click.option("--html", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write the HTML dashboard (one self-contained file)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def compare_policy(max_drop: float, max_drop_axis: tuple[str, ...], axes: tuple[str, ...], require_baseline: bool):
+    from judgekit.axes import axis_named
+    from judgekit.compare import ComparePolicy
+    from judgekit.errors import InputError
+
+    per_axis = {}
+    for item in max_drop_axis:
+        name, sep, value = item.partition("=")
+        try:
+            axis_named(name)
+            drop = float(value)
+        except ValueError:
+            raise InputError(f"--max-drop-axis {item!r}: expected AXIS=DROP with a known axis and a number") from None
+        if not sep or not 0 <= drop <= 1:
+            raise InputError(f"--max-drop-axis {item!r}: expected AXIS=DROP, DROP between 0 and 1")
+        per_axis[name] = drop
+    return ComparePolicy(max_drop=max_drop, per_axis=per_axis, axes=tuple(axes) or None,
+                         require_baseline=require_baseline)
+
+
+def open_history(path: Path, *, create: bool):
+    from judgekit.history import History
+
+    return History(path, create=create)
+
+
+def compare_run(rows, history, baseline: str, policy):
+    """The comparison of ``rows`` with the baseline ``baseline`` names (noise from the history)."""
+    from judgekit.compare import compare
+    from judgekit.history import resolve_baseline
+
+    base, source = resolve_baseline(baseline, rows, history)
+    noise = history.noise(rows.suite) if history is not None else None
+    return compare(rows, base, policy, baseline_source=source, noise=noise)
+
+
+def _existing_history(path: Path):
+    return open_history(path, create=False) if path.exists() else None
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+@click.command("compare")
+@click.argument("run_ref", metavar="RUN")
+@compare_options
+@history_option
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@report_options
+@handle_errors
+def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_baseline, history_path, as_json,
+                junit, markdown, html) -> None:
+    """Compare RUN (a run record file, or a run id in the history) with its baseline.
+
+    Per axis, on the trajectory ids both runs scored: mean score and pass rate, the drop, a
+    paired test (McNemar for pass/fail axes, paired bootstrap for graded ones) and a flag when
+    the mean dropped more than --max-drop relative (and beyond the run-to-run noise the history
+    shows). Then the trajectories that got worse, each with what it lost.
+
+    Fails closed: an empty run, fewer trajectories than the baseline, a gating axis with nothing
+    scored, or a missing baseline with --require-baseline. Exit 0 passed, 1 flagged or failed,
+    2 input error.
+    """
+    from judgekit.cli._render import print_comparison
+    from judgekit.compare import run_rows
+    from judgekit.errors import InputError
+    from judgekit.run.record import open_run
+
+    history = _existing_history(history_path)
+    policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
+    record = None
+    if Path(run_ref).is_file():
+        if junit or markdown or html:
+            from judgekit.run.record import read_run
+
+            record = read_run(run_ref)
+            rows = run_rows(record)
+        else:
+            rows = run_rows(open_run(run_ref))
+    elif history is not None and history.find(run_ref) is not None:
+        if junit or markdown or html:
+            raise InputError("reports need the run record file (the history keeps rows, not whole results): "
+                             "pass the record file as RUN")
+        rows = history.rows(run_ref)
+    else:
+        raise InputError(f"RUN {run_ref!r}: no such run record file, and no run with that id in {history_path}")
+    comparison = compare_run(rows, history, baseline, policy)
+    if as_json:
+        say_json(comparison.model_dump_json(indent=2))
+    else:
+        print_comparison(comparison)
+    if record is not None:
+        _write_reports(record, comparison, history, junit, markdown, html)
+    if not comparison.passed:
+        sys.exit(EXIT_GATE_FAILED)
+
+
+def _write_reports(record, comparison, history, junit, markdown, html) -> None:
+    from judgekit.report import report_input, write_reports
+
+    data = report_input(record, comparison=comparison, history=history)
+    for path in write_reports(data, junit=junit, markdown=markdown, html=html):
+        say(f"wrote {one_line(str(path))}", err=True)
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+@click.command("report")
+@click.argument("run_file", metavar="RUN", type=click.Path(dir_okay=False, path_type=Path))
+@report_options
+@compare_options
+@history_option
+@click.option("--no-compare", is_flag=True, help="Report the run alone, with no baseline.")
+@handle_errors
+def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_drop_axis, axes, require_baseline,
+               history_path, no_compare) -> None:
+    """Write reports of the run record RUN: --junit, --markdown, --html (any of them).
+
+    The reports hold the run's comparison with its baseline (as `judgekit compare` makes it,
+    unless --no-compare) and the suite's trend from the history when there is one. Writing
+    them never fails on the run's figures: `compare` and `gate` decide pass or fail.
+    """
+    from judgekit.errors import InputError
+    from judgekit.run.record import read_run
+
+    if not (junit or markdown or html):
+        raise InputError("nothing to write: pass --junit, --markdown and/or --html")
+    record = read_run(run_file)
+    history = _existing_history(history_path)
+    comparison = None
+    if not no_compare:
+        from judgekit.compare import run_rows
+
+        policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
+        comparison = compare_run(run_rows(record), history, baseline, policy)
+    _write_reports(record, comparison, history, junit, markdown, html)
+
+
+# --- history -----------------------------------------------------------------------------------
+
+
+@click.group("history")
+def history_group() -> None:
+    """The run history: list, show, import and prune recorded runs."""
+
+
+def _info_line(info) -> str:
+    axes = ", ".join(f"{name} {a['mean_score']:.3f}" if a["mean_score"] is not None else f"{name} -"
+                     for name, a in info.axes.items())
+    state = "green" if info.green else ("gate failed" if info.gate_passed is False else
+                                        "compare failed" if info.compare_passed is False else "not gated")
+    commit = (info.git_commit or "no commit")[:12] + ("+dirty" if info.git_dirty else "")
+    return (f"{info.run_id}  {info.started_at:%Y-%m-%d %H:%M}  {commit}  {info.trajectories} traj  "
+            f"{state}  {axes}")
+
+
+@history_group.command("list")
+@history_option
+@click.option("--suite", help="Only this suite's runs.")
+@click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--green", "green_only", is_flag=True, help="Only green runs (gate passed, comparison not failed).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
+@handle_errors
+def history_list(history_path: Path, suite, limit, green_only, as_json) -> None:
+    """Recorded runs, newest first."""
+    history = open_history(history_path, create=False)
+    with history:
+        runs = history.runs(suite=suite, limit=limit, green_only=green_only)
+    for info in runs:
+        if as_json:
+            say_json(json.dumps(info.as_dict()))
+        else:
+            say(one_line(_info_line(info)))
+    if not runs and not as_json:
+        say("no run recorded" + (f" for suite {one_line(suite)}" if suite else ""), err=True)
+
+
+@history_group.command("show")
+@click.argument("run_id")
+@history_option
+@handle_errors
+def history_show(run_id: str, history_path: Path) -> None:
+    """One recorded run as JSON: what identifies it, its axes, its header and footer."""
+    from judgekit.errors import InputError
+
+    with open_history(history_path, create=False) as history:
+        info = history.find(run_id)
+        if info is None:
+            raise InputError(f"no run {run_id!r} in the history", history_path)
+        header, footer = history.documents(run_id)
+    say_json(json.dumps({**info.as_dict(), "header": header, "footer": footer}, indent=2))
+
+
+@history_group.command("import")
+@click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@history_option
+@handle_errors
+def history_import(records: tuple[Path, ...], history_path: Path) -> None:
+    """Record run record files (RUN.jsonl, either format) in the history; one already there is left as it is."""
+    with open_history(history_path, create=True) as history:
+        for path in records:
+            info, new = history.import_file(path)
+            say(f"{'recorded' if new else 'already recorded'} {info.run_id} ({one_line(str(path))}): "
+                f"{'green' if info.green else 'not green'}")
+
+
+@history_group.command("prune")
+@history_option
+@click.option("--keep", type=click.IntRange(1), help="Keep the newest N runs of each suite.")
+@click.option("--older-than-days", type=click.FloatRange(0), help="Remove runs started longer ago than this.")
+@click.option("--suite", help="Only this suite's runs.")
+@handle_errors
+def history_prune(history_path: Path, keep, older_than_days, suite) -> None:
+    """Remove old runs. The newest green run of each suite is always kept: it is the baseline."""
+    from judgekit.errors import InputError
+
+    if keep is None and older_than_days is None:
+        raise InputError("say what to remove: --keep N and/or --older-than-days D")
+    with open_history(history_path, create=False) as history:
+        removed = history.prune(keep=keep, older_than_days=older_than_days, suite=suite)
+    say(f"removed {removed} run(s)")
