@@ -363,3 +363,12 @@ def test_noise_comes_from_repeated_runs_of_one_commit(two_runs, tmp_path):
             store.record(record)
         noise = store.noise(record.suite)
     assert set(noise) == set(record.summary) and all(n.sd == 0 and n.runs == 3 for n in noise.values())
+
+
+@pytest.mark.parametrize("worse,better", [(0, 1), (1, 0), (3, 3), (8, 2), (2, 8), (17, 40), (400, 455), (5000, 5200)])
+def test_mcnemar_exact_agrees_with_scipys_binomial_test(worse, better):
+    from scipy.stats import binomtest
+
+    from judgekit.compare import mcnemar_exact
+
+    assert mcnemar_exact(worse, better) == pytest.approx(binomtest(worse, worse + better, 0.5).pvalue, rel=1e-9, abs=1e-15)
