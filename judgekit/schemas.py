@@ -29,6 +29,8 @@ _MODELS = {
     # `agreement --json` prints one; `calibrate --out` writes {rubric id@version: one}.
     "agreement-report": "judgekit.calibration.agreement:AgreementReport",
     "judge-verdict": "judgekit.verdict:JudgeVerdict",
+    # `compare --json` prints one.
+    "comparison": "judgekit.compare:Comparison",
 }
 SCHEMA_NAMES = tuple(_MODELS)
 
