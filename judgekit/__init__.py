@@ -7,6 +7,11 @@ The library API::
     record = judgekit.run_suite("examples/email-update")          # or: await judgekit.run_suite_async(...)
     report = judgekit.gate(record)                                # the gate (also embedded in the record)
     outcomes = judgekit.calibrate_suite(loaded, "labels.jsonl", ...)
+    with judgekit.History(".judgekit/history.sqlite") as history:      # the CI loop
+        rows = judgekit.run_rows(record)
+        baseline = history.last_green(record.suite)
+        comparison = judgekit.compare_runs(rows, history.rows(baseline.run_id) if baseline else None)
+        history.record(record, compare_passed=comparison.passed, rows=rows)
 
 Names are imported on first use, so ``import judgekit`` (and the CLI) stays fast.
 """
@@ -48,6 +53,13 @@ _LAZY = {
     "ApprovalRecord": "judgekit.calibration.approval",
     "Axis": "judgekit.axes",
     "AXES": "judgekit.axes",
+    "compare_runs": "judgekit.compare",
+    "run_rows": "judgekit.compare",
+    "Comparison": "judgekit.compare",
+    "ComparePolicy": "judgekit.compare",
+    "History": "judgekit.history",
+    "report_input": "judgekit.report",
+    "write_reports": "judgekit.report",
 }
 
 __all__ = ["ConfigError", "InputError", "JudgekitError", "__version__", *sorted(_LAZY)]

@@ -302,6 +302,10 @@ def compare(run: RunRows, baseline: RunRows | None, policy: ComparePolicy = Comp
     )
 
 
+compare_runs = compare
+"""``compare`` under the name the package exports (``judgekit.compare`` is this module)."""
+
+
 def _compare_axis(name: str, run: RunRows, baseline: RunRows | None, policy: ComparePolicy,
                   noise: Noise | None, seed: int) -> tuple[AxisComparison, list[Regression]]:
     axis = axis_named(name)
