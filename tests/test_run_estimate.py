@@ -32,8 +32,9 @@ def distinct_jobs(override: JudgeOverride) -> dict:
 
 
 def folder_state(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` -> sha256 of its bytes."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+    """Every file under ``folder`` -> sha256 of its bytes; SQLite's ``-shm`` only by name: it is
+    the WAL's shared-memory index, where every reader (a read-only one too) marks what it reads."""
+    return {str(p.relative_to(folder)): "index" if p.name.endswith("-shm") else hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
@@ -79,8 +80,11 @@ resolve.Connector.__call__ = refuse("Connector")
 from judgekit.run import RunOptions
 from judgekit.run.estimate import estimate_run, render_estimate
 
+from judgekit.judge.resolve import JudgeOverride
+
 threads_before = __import__("threading").active_count()
-est = estimate_run(Path(sys.argv[1]), RunOptions(cache_dir=Path(sys.argv[2])))
+override = JudgeOverride(*sys.argv[3:5]) if len(sys.argv) > 3 else JudgeOverride()
+est = estimate_run(Path(sys.argv[1]), RunOptions(cache_dir=Path(sys.argv[2]), override=override))
 print(json.dumps({
     "estimate": json.loads(est.model_dump_json()),
     "text": render_estimate(est),
@@ -88,17 +92,24 @@ print(json.dumps({
     "calls": calls,
     "listening": listening_sockets(),
     "xllamacpp_imported": "xllamacpp" in sys.modules,
+    "litellm_imported": "litellm" in sys.modules,
     "extra_threads": __import__("threading").active_count() - threads_before,
 }))
 """
 
 
+def dry_run_elsewhere(tmp_path: Path, cache: Path, *override: str) -> dict:
+    """The estimate in a fresh interpreter, with what it started and imported."""
+    out = subprocess.run([sys.executable, "-c", DRY_RUN_SCRIPT, str(EXAMPLE), str(cache), *override],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def test_dry_run_of_the_example_starts_no_judge_and_finishes_fast(tmp_path):
     cache = tmp_path / "cache"
-    out = subprocess.run([sys.executable, "-c", DRY_RUN_SCRIPT, str(EXAMPLE), str(cache)], capture_output=True,
-                         text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout)
+    seen = dry_run_elsewhere(tmp_path, cache)
     est = RunEstimate.model_validate(seen["estimate"])
     print(f"\nexample dry run: {seen['seconds']:.2f} s (a real run with the embedded judge takes about a minute)\n"
           + seen["text"])
@@ -171,12 +182,15 @@ def test_after_a_real_run_every_question_is_cached_and_costs_nothing(tmp_path):
     assert before.to_ask == record.ledger.calls > 0  # the dry run counted the calls the run made
     stored = folder_state(cache)
     after = estimate_run(EXAMPLE, options)  # the server is gone: nothing can be asked
+    elsewhere = dry_run_elsewhere(tmp_path, cache, MODEL, options.override.api_base)
+    assert RunEstimate.model_validate(elsewhere["estimate"]) == after
+    assert not elsewhere["litellm_imported"]  # nothing to count or price: litellm (seconds) is not imported
     print(f"\nbefore the run: {before.to_ask} to ask; after: {after.cached} cached\n" + render_estimate(after))
     assert (after.questions, after.cached, after.to_ask) == (before.questions, before.questions, 0)
     assert after.cost_usd_max == 0.0 and after.prompt_tokens == after.completion_tokens_max == 0
     assert after.unpriced == [] and after.cache_refused == {}  # MODEL has no price, but nothing is asked
     assert "total cost: $0" in render_estimate(after)
-    assert folder_state(cache) == stored  # read only: not a byte of the cache changed
+    assert "cache.db" in stored and folder_state(cache) == stored  # read only: not a byte of the cache changed
     # The same model at another endpoint is another judge: this cache does not answer for it.
     other = estimate_run(EXAMPLE, RunOptions(override=JudgeOverride(model=MODEL), cache_dir=cache))
     assert other.cached == 0 and other.to_ask == other.questions

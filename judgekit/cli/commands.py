@@ -72,7 +72,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if out is not None and not dry_run:
         prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
     reports = {"junit": junit, "markdown": markdown, "html": html}
-    for path in (p for p in reports.values() if p is not None):
+    for path in (p for p in reports.values() if p is not None and not dry_run):
         prepare_out(path, suite_inputs(loaded), what="a report", is_ours=lambda p: p.is_file())
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(

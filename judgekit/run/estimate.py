@@ -3,7 +3,8 @@
 ``estimate_run`` plans the suite exactly as ``run_suite`` does (same windows, same judges, same
 cache keys), scores the deterministic axes (free) and, for the judge questions, counts what the
 verdict cache already answers and estimates the rest: prompt tokens counted with litellm's
-``token_counter``, completion tokens bounded by each judge's ``max_tokens`` (an upper bound, not
+``token_counter`` (for a model litellm does not know, with its default tokenizer: an
+approximation), completion tokens bounded by each judge's ``max_tokens`` (an upper bound, not
 a forecast), cost from litellm's offline price map. Nothing is spent: no judge is called, the
 embedded judge is not started, no API key is read into a connection, and the cache is only read
 (opened read-only; a cache folder that does not exist is not created).
@@ -106,7 +107,7 @@ class ReadOnlyCache(VerdictCache):
     database) on opening. Here only SQLite's read-only connection is made; a folder without a
     database has nothing to read."""
 
-    def __init__(self, directory: str | Path):  # noqa: D107 - every field VerdictCache reads is set here
+    def __init__(self, directory: str | Path):  # sets every field VerdictCache's reads use; no writer
         self.directory = Path(directory)
         self.refused = []
         self.withheld = 0
@@ -124,9 +125,6 @@ class ReadOnlyCache(VerdictCache):
             self._reader = connect_read_only(self._db)
         except sqlite3.DatabaseError as exc:
             raise unreadable(self.directory, str(exc)) from None
-
-    def put(self, key, verdict):  # noqa: ANN001 - never called: a dry run writes nothing
-        raise InputError("a dry run never writes the verdict cache", self.directory)
 
 
 # --- tokens and prices ----------------------------------------------------------------------------
