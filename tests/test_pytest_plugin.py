@@ -1,0 +1,181 @@
+"""The pytest plugin, run as users run it: a pytest subprocess with the entry point loaded, on a
+copy of the example project, its judge a scripted server started here. Its items and its JUnit
+output (pytest's own --junitxml) against a run record made here; inert when not configured."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+from test_judge_runner import MODEL, scripted_judge
+
+from judgekit.compare import judge_fingerprint
+from judgekit.judge.resolve import JudgeOverride
+from judgekit.run import RunOptions, run_suite
+from judgekit.testing import ScriptedOpenAIServer
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = "project/examples/email-update/suite.yaml"
+UNIT_TEST = "def test_unit():\n    assert 1 + 1 == 2\n"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer(scripted_judge) as srv:
+        yield srv
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> Path:
+    """pytester's folder holding unit tests under ``tests`` (the testpaths) and, outside them, a
+    copy of the example project."""
+    for part in ("examples/email-update", "rubrics"):
+        shutil.copytree(ROOT / part, pytester.path / "project" / part)
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_unit.py").write_text(UNIT_TEST, encoding="utf-8")
+    return pytester.path
+
+
+def judge_args(server) -> list[str]:
+    return ["--judgekit-judge-model", MODEL, "--judgekit-judge-api-base", server.base_url]
+
+
+def expected_outcomes(record) -> dict[str, str]:
+    """nodeid -> outcome, from the record's results alone: a judge verdict without an approved
+    judge skips, unscored skips, an error errs, a score short of 1.0 fails."""
+    approved = {(seen.fingerprint, axis) for seen in record.judges for axis, s in seen.axes.items() if s == "approved"}
+    found = {}
+    for result in record.results:
+        for axis, res in result.axes.items():
+            assert not (axis == "task_success" and res.judge is not None), "this suite has no task-success judge"
+            if res.status == "error":
+                outcome = "error"
+            elif res.status == "unscored" or (
+                    res.judge is not None and (judge_fingerprint(res.judge), axis) not in approved):
+                outcome = "skipped"
+            else:
+                outcome = "passed" if res.score >= 1.0 else "failed"
+            found[f"{SUITE}::{result.trajectory_id}::{axis}"] = outcome
+    return found
+
+
+VERBOSE_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR)\b", re.MULTILINE)
+
+
+def test_items_and_junit_match_the_run_record(project, pytester, server, tmp_path):
+    record = run_suite(project / SUITE, options=RunOptions(
+        override=JudgeOverride(model=MODEL, api_base=server.base_url), cache_dir=tmp_path / "parent-cache"))
+    expected = expected_outcomes(record)
+    assert set(expected.values()) == {"passed", "failed", "skipped"}  # the example shows all three
+
+    junit = project / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "--judgekit-suite", SUITE, *judge_args(server), "--judgekit-cache-dir", "cache",
+        "--junitxml", str(junit), "-v", "-rs", "-p", "no:cacheprovider",
+    )
+    seen = dict(VERBOSE_LINE.findall(result.stdout.str()))
+    assert seen.pop("tests/test_unit.py::test_unit") == "PASSED"  # the unit tests still run beside
+    assert seen == {nodeid: outcome.upper() for nodeid, outcome in expected.items()}
+    counts = {kind: list(expected.values()).count(kind) for kind in ("passed", "failed", "skipped")}
+    result.assert_outcomes(passed=counts["passed"] + 1, failed=counts["failed"], skipped=counts["skipped"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+    # A failure shows what was lost; a skip says why.
+    out = result.stdout.str()
+    lost = next(r for r in record.results if r.trajectory_id == "extra-call").axes["tool_correctness"]
+    assert f"lost: {lost.lost[0].point}: {lost.lost[0].reason}" in out
+    assert "advisory: no approval record matches" in out
+
+    xml = JUnitXml.fromfile(str(junit))
+    cases = [case for suite in xml for case in suite]
+    judged = [case for case in cases if case.classname.startswith("project.examples")]
+    assert len(judged) == len(expected) and len(cases) == len(expected) + 1
+    tally = {
+        "failed": sum(any(isinstance(r, Failure) for r in c.result) for c in judged),
+        "error": sum(any(isinstance(r, Error) for r in c.result) for c in judged),
+        "skipped": sum(any(isinstance(r, Skipped) for r in c.result) for c in judged),
+    }
+    assert tally == {"failed": counts["failed"], "error": 0, "skipped": counts["skipped"]}
+    suite = next(iter(xml))
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (
+        len(expected) + 1, counts["failed"], 0, counts["skipped"])
+    by_name = {(c.classname, c.name): c for c in judged}
+    case = by_name[("project.examples.email-update.suite.yaml.extra-call", "tool_correctness")]
+    assert lost.lost[0].reason in case.result[0].message
+
+
+def test_the_suite_runs_once_and_the_fixture_shares_it(project, pytester, server):
+    pytester.makepyfile(test_custom=f"""
+        def test_custom(judgekit_run):
+            record = judgekit_run({SUITE!r})
+            assert record.trajectories == 9
+            assert judgekit_run({SUITE!r}) is record  # the session's run, not a second one
+            again = judgekit_run({SUITE!r}, cache_dir={str(project / "other-cache")!r})
+            assert again is not record and again.run_id != record.run_id
+            assert [r.trajectory_id for r in again.results] == [r.trajectory_id for r in record.results]
+    """)
+    result = pytester.runpytest_subprocess(
+        "--judgekit-suite", SUITE, *judge_args(server), "--judgekit-cache-dir", "cache",
+        "test_custom.py", "-p", "no:cacheprovider", "-k", "custom or ok",
+    )
+    result.assert_outcomes(passed=3, skipped=1)  # -k applies to the suite's items too: ok x 3 axes
+
+
+def test_inert_when_not_configured(project, pytester):
+    pytester.makeconftest("""
+        import json, sys
+
+        def pytest_sessionfinish(session):
+            loaded = sorted(m for m in sys.modules if m == "judgekit" or m.startswith("judgekit."))
+            with open("modules.json", "w") as handle:
+                json.dump({"loaded": loaded, "plugin": session.config.pluginmanager.has_plugin("judgekit")}, handle)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    report = json.loads((project / "modules.json").read_text())
+    assert report["plugin"]  # the entry point loaded it...
+    # ...and it imported nothing of judgekit but the package's own two light modules.
+    assert set(report["loaded"]) <= {"judgekit", "judgekit._version", "judgekit.errors", "judgekit.pytest_plugin"}
+    assert "judgekit.run" not in report["loaded"]
+
+
+def test_ini_suites_are_collected_like_testpaths(project, pytester):
+    pytester.makeini(f"[pytest]\ntestpaths = tests\njudgekit_suites =\n    {SUITE}\n")
+    everything = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    ids = [line for line in everything.stdout.lines if "::" in line]
+    assert "tests/test_unit.py::test_unit" in ids
+    assert f"{SUITE}::ok::task_success" in ids and len(ids) == 1 + 27
+    # A path on the command line runs that path only, as with testpaths.
+    narrow = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider", "tests/test_unit.py")
+    assert [line for line in narrow.stdout.lines if "::" in line] == ["tests/test_unit.py::test_unit"]
+
+
+def test_a_suite_that_cannot_be_read_is_a_collection_error(project, pytester):
+    (project / "broken.yaml").write_text("name: broken\nrubrics: [missing.yaml]\ntrajectories: []\n")
+    result = pytester.runpytest_subprocess("--judgekit-suite", "broken.yaml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting broken.yaml*", "*judgekit could not read the suite*"])
+
+
+def test_a_failed_run_makes_every_item_an_error(project, pytester, server):
+    # The rubric changed without a version bump: the suite is read, but its run is refused.
+    rubric = project / "project" / "rubrics" / "update-email.yaml"
+    rubric.write_text(rubric.read_text(encoding="utf-8").replace("Update the user's email", "Change the email"),
+                      encoding="utf-8")
+    result = pytester.runpytest_subprocess(
+        "--judgekit-suite", SUITE, *judge_args(server), "--judgekit-cache-dir", "cache", "-p", "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=1, errors=27)
+    result.stdout.fnmatch_lines(["*the judgekit run of *suite.yaml failed: *changed since it was locked*"])
+    assert result.stdout.str().count("changed since it was locked") >= 27  # once per item, run once
