@@ -125,11 +125,17 @@ class RunRows:
 
 
 def run_rows(record) -> RunRows:
-    """The rows of a run record (a ``RunRecord``, or a stream from ``open_run``, read once)."""
+    """The rows of a run record (a ``RunRecord``, or a stream from ``open_run``, read once).
+    A trajectory id twice in one record is refused: which of its results would count?"""
+    from judgekit.errors import InputError
+
     header = record.header
     rows = RunRows(run_id=header.run_id, suite=header.suite, started_at=header.started_at,
                    git_commit=header.project.git_commit)
     for result in record.results:
+        if result.trajectory_id in rows.ids:
+            raise InputError(f"trajectory id {result.trajectory_id[:200]!r} appears twice in run {header.run_id}: "
+                             "a record of one run holds each trajectory once", getattr(record, "path", None))
         for row in rows_of(result):
             rows.add(row)
         rows.ids.add(result.trajectory_id)
@@ -185,7 +191,8 @@ class Regression(_Model):
     baseline_score: float | None
     score: float | None
     flipped: bool = Field(description="It passed (full marks) in the baseline and no longer does.")
-    status: Status = "scored"
+    status: Literal["scored", "unscored", "error", "missing"] = Field(
+        "scored", description="Its status in this run; 'missing': the trajectory is there, this axis is not.")
     lost: list[str] = Field(default_factory=list, description="What it lost that it had in the baseline.")
     note: str | None = Field(None, description="Why it is no longer scored, if it is not.")
 
@@ -272,9 +279,14 @@ def compare(run: RunRows, baseline: RunRows | None, policy: ComparePolicy = Comp
             reasons.append(f"no baseline ({baseline_source}) to compare with, and one is required")
         else:
             notes.append(f"no baseline ({baseline_source}): nothing compared; the run is measured on its own")
-    elif len(run.ids) < len(baseline.ids):
-        reasons.append(f"the run holds {len(run.ids)} trajectories, fewer than the baseline's {len(baseline.ids)}: "
-                       "a partial run is never compared as if it were whole")
+    elif baseline.run_id == run.run_id:
+        reasons.append("the baseline is the run itself: a run is never its own baseline")
+    elif baseline.ids - run.ids:
+        missing = sorted(baseline.ids - run.ids)
+        held = (f"the run holds {len(run.ids)} trajectories, fewer than the baseline's {len(baseline.ids)}"
+                if len(run.ids) < len(baseline.ids) else f"the run holds {len(run.ids)} trajectories")
+        reasons.append(f"{held}, and lacks {len(missing)} of the baseline's (first: {missing[0][:80]!r}): a partial run "
+                       "is never compared as if it were whole")
 
     axes_out: list[AxisComparison] = []
     regressions: list[Regression] = []
@@ -331,7 +343,11 @@ def _compare_axis(name: str, run: RunRows, baseline: RunRows | None, policy: Com
     shared = sorted(tid for tid in mine.keys() & theirs.keys()
                     if mine[tid].status == "scored" and theirs[tid].status == "scored")
     out.shared = len(shared)
-    regressions = _regressions(name, mine, theirs)
+    regressions = _regressions(name, mine, theirs, run.ids)
+    baseline_scored = sum(row.status == "scored" for tid, row in theirs.items() if tid in run.ids)
+    if baseline_scored and counts["scored"] and baseline_scored - len(shared) > out.max_drop * baseline_scored:
+        out.reasons.append(f"only {len(shared)} of the {baseline_scored} trajectories the baseline scored are scored in "
+                           f"this run: coverage dropped by more than {100 * out.max_drop:g}%")
     if not shared:
         if counts["scored"]:
             out.reasons.append("no trajectory was scored in both runs: nothing to compare")
@@ -364,13 +380,19 @@ def _describe_test(test: PairedTest) -> str:
     return f"paired bootstrap p = {test.p_value:.3g}, {interval}"
 
 
-def _regressions(name: str, mine: dict[str, AxisRow], theirs: dict[str, AxisRow]) -> list[Regression]:
-    """Trajectories that were scored in the baseline and are now worse: a lower score, or no
-    longer scored; each with what it lost that it had not lost before."""
+def _regressions(name: str, mine: dict[str, AxisRow], theirs: dict[str, AxisRow], ids: set[str]) -> list[Regression]:
+    """Trajectories that were scored in the baseline and are now worse: a lower score, no longer
+    scored, or without this axis at all; each with what it lost that it had not lost before."""
     found = []
-    for tid in mine.keys() & theirs.keys():
-        now, before = mine[tid], theirs[tid]
+    for tid in theirs.keys() & ids:
+        before = theirs[tid]
         if before.status != "scored":
+            continue
+        now = mine.get(tid)
+        if now is None:
+            found.append(Regression(trajectory_id=tid, axis=name, baseline_score=before.score, score=None,
+                                    flipped=bool(before.passed), status="missing",
+                                    note="this axis has no result for it in this run"))
             continue
         if now.status == "scored" and now.score >= before.score - 1e-12:
             continue

@@ -27,12 +27,15 @@ import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from judgekit._time import utc_now
 from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, run_rows
+from judgekit._io import strict_json_loads
 from judgekit.errors import InputError
 
 DEFAULT_HISTORY = Path(".judgekit/history.sqlite")
@@ -42,6 +45,10 @@ BUSY_TIMEOUT_MS = 60_000
 _STATUS = {"scored": 0, "unscored": 1, "error": 2}
 _STATUS_NAME = {code: name for name, code in _STATUS.items()}
 _BATCH = 500
+
+
+class AlreadyRecorded(InputError):
+    """The run is in the history already."""
 
 
 @dataclass(frozen=True)
@@ -160,13 +167,13 @@ class History:
         except FileNotFoundError:
             if not create:
                 raise InputError("no history here (nothing recorded yet)", self.path) from None
-            return False
+            info = None
         except OSError as exc:
             raise InputError(f"cannot read the history: {exc.strerror}", self.path) from None
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        if info is not None and (stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode)):
             raise InputError("the history is not a regular file (a link, a folder or a device): judgekit "
                              "never writes through it", self.path)
-        for suffix in ("-wal", "-shm", "-journal"):
+        for suffix in ("-wal", "-shm", "-journal"):  # SQLite opens (and may delete) these itself
             side = self.path.with_name(self.path.name + suffix)
             try:
                 side_info = os.lstat(side)
@@ -174,6 +181,11 @@ class History:
                 continue
             if not stat.S_ISREG(side_info.st_mode):
                 raise InputError(f"{side.name} beside the history is not a regular file: refused", self.path)
+            if info is None:
+                raise InputError(f"{side.name} lies beside a history that does not exist: whose is it? Remove it "
+                                 "or pass another --history", self.path)
+        if info is None:
+            return False
         if info.st_size:
             with self.path.open("rb") as handle:
                 head = handle.read(100)
@@ -254,7 +266,10 @@ class History:
             if hasattr(opened, "close"):
                 opened.close()
             return existing, False
-        return self.record(opened), True
+        try:
+            return self.record(opened), True
+        except AlreadyRecorded:  # another job recorded it since the look-up
+            return self.find(opened.header.run_id), False
 
     def _pk(self, table: str, column: str, value: str, memo: dict[str, int]) -> int:
         pk = memo.get(value)
@@ -283,7 +298,7 @@ class History:
         try:
             with self._transaction():
                 if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (header.run_id,)).fetchone():
-                    raise InputError(f"run {header.run_id} is already in the history", self.path)
+                    raise AlreadyRecorded(f"run {header.run_id} is already in the history", self.path)
                 cursor = conn.execute(
                     "INSERT INTO runs (run_id, suite, git_commit, git_dirty, ci_build, started_at, finished_at, "
                     "judgekit_version, trajectories, gate_passed, compare_passed, green, rubrics_sha256, header, footer, "
@@ -333,17 +348,19 @@ class History:
         The newest green run of each suite is always kept (it is the baseline)."""
         conn = self._conn
         doomed: set[int] = set()
-        suites = [suite] if suite else [s for (s,) in conn.execute("SELECT DISTINCT suite FROM runs")]
+        suites = [suite] if suite else [s for (s,) in self._query("SELECT DISTINCT suite FROM runs")]
+        if suite is not None and not self._query("SELECT 1 FROM runs WHERE suite = ? LIMIT 1", (suite,)):
+            raise InputError(f"no run of suite {suite[:200]!r} in the history: nothing to prune", self.path)
         for name in suites:
-            runs = conn.execute("SELECT pk, started_at, green FROM runs WHERE suite = ? ORDER BY started_at DESC, pk DESC",
-                                (name,)).fetchall()
+            runs = self._query("SELECT pk, started_at, green FROM runs WHERE suite = ? ORDER BY started_at DESC, pk DESC",
+                               (name,))
             newest_green = next((pk for pk, _, green in runs if green), None)
             for index, (pk, started_at, _) in enumerate(runs):
                 if pk == newest_green:
                     continue
                 if keep is not None and index >= keep:
                     doomed.add(pk)
-                if older_than_days is not None and datetime.fromisoformat(started_at) < utc_now() - timedelta(days=older_than_days):
+                if older_than_days is not None and self._time(started_at) < utc_now() - timedelta(days=older_than_days):
                     doomed.add(pk)
         with self._transaction():
             for pk in doomed:
@@ -379,11 +396,34 @@ class History:
             axes[run_pk][name] = {"scored": scored, "unscored": unscored, "errors": errors, "full_marks": full,
                                   "mean_score": mean, "advisory": bool(advisory),
                                   "pass_rate": full / scored if scored else None}
-        return [RunInfo(run_id=run_id, suite=suite, started_at=datetime.fromisoformat(started),
-                        finished_at=datetime.fromisoformat(finished), git_commit=commit, git_dirty=_bool(dirty),
+        for found in axes.values():
+            for name, axis in found.items():
+                mean = axis["mean_score"]
+                if mean is not None and not (isinstance(mean, float | int) and 0 <= mean <= 1):
+                    raise self._malformed(f"run_axes holds a mean score of {str(mean)[:40]} for {name[:60]}")
+        return [RunInfo(run_id=run_id, suite=suite, started_at=self._time(started),
+                        finished_at=self._time(finished), git_commit=commit, git_dirty=_bool(dirty),
                         ci_build=build, trajectories=n, gate_passed=_bool(gate), compare_passed=_bool(compared),
                         green=bool(green), axes=dict(sorted(axes[pk].items())))
                 for pk, run_id, suite, started, finished, commit, dirty, build, n, gate, compared, green in rows]
+
+    def _malformed(self, what: str) -> InputError:
+        return InputError(f"the history holds a malformed row ({what}): was it edited? judgekit reads it no "
+                          "further", self.path)
+
+    def _time(self, text: Any) -> datetime:
+        """A stored timestamp (UTC when it names no zone); a malformed one is InputError."""
+        try:
+            value = datetime.fromisoformat(text)
+        except (TypeError, ValueError):
+            raise self._malformed(f"a timestamp {str(text)[:40]!r}") from None
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+    def _json(self, text: Any, what: str) -> Any:
+        try:
+            return strict_json_loads(text)
+        except (TypeError, ValueError):
+            raise self._malformed(f"{what} that is not JSON") from None
 
     def runs(self, *, suite: str | None = None, limit: int | None = 20, green_only: bool = False) -> list[RunInfo]:
         """Runs, newest first."""
@@ -406,7 +446,10 @@ class History:
         found = self._query("SELECT header, footer FROM runs WHERE run_id = ?", (run_id,))
         if not found:
             raise InputError(f"no run {run_id!r} in the history", self.path)
-        return json.loads(found[0][0]), json.loads(found[0][1])
+        header, footer = self._json(found[0][0], "a header"), self._json(found[0][1], "a footer")
+        if not isinstance(header, dict) or not isinstance(footer, dict):
+            raise self._malformed("a header or footer that is not an object")
+        return header, footer
 
     def last_green(self, suite: str, *, before: str | None = None) -> RunInfo | None:
         """The newest green run of ``suite`` (started before run ``before``, when given)."""
@@ -425,27 +468,58 @@ class History:
         if not found:
             raise InputError(f"no run {run_id!r} in the history", self.path)
         pk, suite, started, commit, n, gate, footer = found[0]
-        judges = {seen["fingerprint"]: seen["axes"] for seen in json.loads(footer).get("judges", [])}
-        rows = RunRows(run_id=run_id, suite=suite, started_at=datetime.fromisoformat(started), git_commit=commit,
+        from judgekit.run.record import RunFooter
+
+        try:
+            judges = {seen.fingerprint: dict(seen.axes)
+                      for seen in RunFooter.model_validate(self._json(footer, "a footer")).judges}
+        except ValidationError:
+            raise self._malformed(f"the footer of run {run_id[:80]!r}") from None
+        rows = RunRows(run_id=run_id, suite=suite, started_at=self._time(started), git_commit=commit,
                        trajectories=n, gate_passed=_bool(gate), judges=judges)
         for tid, axis, status, score, lost, note, judge in self._query(
                 "SELECT t.id, a.name, r.status, r.score, r.lost, r.note, j.fingerprint FROM results r "
                 "JOIN trajectory_ids t ON t.pk = r.trajectory_pk JOIN axes a ON a.pk = r.axis_pk "
                 "LEFT JOIN judges j ON j.pk = r.judge_pk WHERE r.run_pk = ?", (pk,)):
-            parsed = tuple(tuple(item) for item in json.loads(lost)) if lost else ()
-            rows.add(AxisRow(tid, axis, _STATUS_NAME[status], score, parsed, note, judge))
+            rows.add(self._row(tid, axis, status, score, lost, note, judge))
         return rows
 
-    def noise(self, suite: str, *, limit: int = 200) -> dict[str, Noise]:
-        """Per axis, the run-to-run spread of the mean among recent runs of ``suite`` that should
-        agree (one clean commit, one set of rubric hashes): repeated runs, judge axes' wobble."""
+    def _row(self, tid, axis, status, score, lost, note, judge) -> AxisRow:
+        """One stored row, each field checked as the record format checks it."""
+        name = _STATUS_NAME.get(status)
+        if name is None:
+            raise self._malformed(f"a status code {str(status)[:20]}")
+        if name == "scored":
+            if isinstance(score, bool) or not isinstance(score, float | int) or not 0 <= score <= 1:
+                raise self._malformed(f"a score of {str(score)[:40]} for {str(tid)[:80]!r}")
+        elif score is not None:
+            raise self._malformed(f"a score on a row that is not scored ({str(tid)[:80]!r})")
+        parsed: tuple = ()
+        if lost is not None:
+            items = self._json(lost, "a lost list")
+            if not isinstance(items, list) or not all(
+                    isinstance(item, list) and len(item) == 2 and all(isinstance(part, str) for part in item)
+                    for item in items):
+                raise self._malformed(f"a lost list that is not [what, why] pairs ({str(tid)[:80]!r})")
+            parsed = tuple((what, why) for what, why in items)
+        if not all(isinstance(v, str) for v in (tid, axis)) or not isinstance(note, str | None):
+            raise self._malformed("a row whose ids are not text")
+        return AxisRow(tid, axis, name, None if score is None else float(score), parsed, note, judge)
+
+    def noise(self, suite: str, *, exclude: str | None = None, limit: int = 200) -> dict[str, Noise]:
+        """Per axis, the run-to-run spread of the mean among recent green runs of ``suite`` that
+        should agree (one clean commit, one set of rubric hashes): repeated runs, judge axes'
+        wobble. Only green runs count, and never the run being compared (``exclude``): a
+        regressed run's spread must not excuse the same regression next time."""
         groups: dict[tuple[str, str, str], list[float]] = {}
         for commit, rubrics, name, mean in self._query(
                 "SELECT r.git_commit, r.rubrics_sha256, a.name, x.mean_score FROM "
-                "(SELECT * FROM runs WHERE suite = ? AND git_commit IS NOT NULL AND git_dirty = 0 "
-                " ORDER BY started_at DESC LIMIT ?) r "
+                "(SELECT * FROM runs WHERE suite = ? AND green = 1 AND run_id != ? AND git_commit IS NOT NULL "
+                " AND git_dirty = 0 ORDER BY started_at DESC LIMIT ?) r "
                 "JOIN run_axes x ON x.run_pk = r.pk JOIN axes a ON a.pk = x.axis_pk WHERE x.mean_score IS NOT NULL",
-                (suite, limit)):
+                (suite, exclude or "", limit)):
+            if isinstance(mean, bool) or not isinstance(mean, float | int) or not 0 <= mean <= 1:
+                raise self._malformed(f"run_axes holds a mean score of {str(mean)[:40]}")
             groups.setdefault((name, commit, rubrics), []).append(mean)
         by_axis: dict[str, list[list[float]]] = {}
         for (name, _, _), means in groups.items():

@@ -356,6 +356,7 @@ def test_noise_comes_from_repeated_runs_of_one_commit(two_runs, tmp_path):
     tmp, _, _, _ = two_runs
     record = read_run(tmp / "r1.jsonl")
     record.project.git_commit, record.project.git_dirty = "c0ffee", False
+    record.gate_report.passed = True  # only green runs tell the run-to-run noise
     with History(tmp_path / "h.sqlite") as store:
         assert store.noise(record.suite) == {}
         for i in range(3):
@@ -363,6 +364,8 @@ def test_noise_comes_from_repeated_runs_of_one_commit(two_runs, tmp_path):
             store.record(record)
         noise = store.noise(record.suite)
     assert set(noise) == set(record.summary) and all(n.sd == 0 and n.runs == 3 for n in noise.values())
+    with History(tmp_path / "h.sqlite") as store:
+        assert all(n.runs == 2 for n in store.noise(record.suite, exclude="same-2").values())  # never its own spread
 
 
 @pytest.mark.parametrize("worse,better", [(0, 1), (1, 0), (3, 3), (8, 2), (2, 8), (17, 40), (400, 455), (5000, 5200)])

@@ -228,16 +228,16 @@ def print_comparison(comparison, *, err: bool = False) -> None:
         for reg in comparison.regressions[:20]:
             before = "-" if reg.baseline_score is None else f"{reg.baseline_score:.2f}"
             after = reg.status if reg.score is None else f"{reg.score:.2f}"
-            lost = "; ".join(reg.lost[:3]) or (reg.note or "")
-            say(f"  {one_line(reg.trajectory_id)} {reg.axis}: {before} -> {after}"
-                + (" FLIPPED" if reg.flipped else "") + (f": {one_line(lost)}" if lost else ""), err=err)
+            lost = "; ".join(item[:200] for item in reg.lost[:3]) or (reg.note or "")
+            say(f"  {one_line(reg.trajectory_id[:200])} {reg.axis}: {before} -> {after}"
+                + (" FLIPPED" if reg.flipped else "") + (f": {one_line(lost[:600])}" if lost else ""), err=err)
         if comparison.regressions_total > 20:
             say(f"  ... and {comparison.regressions_total - 20} more", err=err)
     for note in comparison.notes:
-        say(f"note: {one_line(note)}", err=err)
+        say(f"note: {one_line(note[:1000])}", err=err)
     if comparison.passed:
         say("compare: PASSED", err=err)
     else:
         say("compare: FAILED", err=err)
         for reason in comparison.reasons:
-            say(f"  - {one_line(reason)}", err=err)
+            say(f"  - {one_line(reason[:1000])}", err=err)

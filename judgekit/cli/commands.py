@@ -11,7 +11,16 @@ import click
 from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, AxisChoice, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 from judgekit.cli._prepare import prepare_out, suite_inputs
-from judgekit.cli.loop_cmd import compare_options, compare_policy, compare_run, history_option, open_history, report_options
+from judgekit.cli.loop_cmd import (
+    check_outputs,
+    compare_options,
+    compare_policy,
+    compare_run,
+    history_files,
+    history_option,
+    open_history,
+    report_options,
+)
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 
@@ -69,11 +78,13 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     init(tune_gc=True)  # a process that judges and ends: fewer, cheaper garbage collections
     loaded = load_suite(suite)
-    if out is not None and not dry_run:
-        prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
     reports = {"junit": junit, "markdown": markdown, "html": html}
-    for path in (p for p in reports.values() if p is not None and not dry_run):
-        prepare_out(path, suite_inputs(loaded), what="a report", is_ours=lambda p: p.is_file())
+    if not dry_run:
+        if out is not None:
+            prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
+        baseline_file = [Path(baseline)] if do_compare and Path(baseline).exists() else []
+        check_outputs({"--out": out, **{f"--{name}": path for name, path in reports.items()}},
+                      suite_inputs(loaded) + history_files(history_path) + baseline_file)
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),

@@ -21,6 +21,44 @@ def history_option(func):
     )(func)
 
 
+def _finite(ctx, param, value):
+    if value is not None and value != value:  # NaN passes click's range check
+        raise click.BadParameter("must be a number between 0 and 1")
+    return value
+
+
+def check_outputs(outputs: dict[str, Path | None], protected: list[Path]) -> None:
+    """Before any work: no output may name an input (``protected``: the suite's files, the
+    history and its side files, the run and baseline records) or another output, and an
+    existing file may be replaced only when it is not a run record or an SQLite file."""
+    from judgekit._files import ensure_writable
+    from judgekit.errors import InputError
+    from judgekit.run.record import is_run_record
+
+    named: dict[Path, str] = {}
+    guarded = {path.resolve(): path for path in protected}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        target = path.resolve()
+        if target in guarded:
+            raise InputError(f"{flag} would overwrite {guarded[target]}, an input of this command: choose another file", path)
+        if target in named:
+            raise InputError(f"{flag} and {named[target]} name the same file", path)
+        named[target] = flag
+        if flag != "--out" and path.is_file():
+            with path.open("rb") as handle:
+                head = handle.read(16)
+            if head.startswith(b"SQLite format 3") or is_run_record(path):
+                raise InputError(f"{flag} names an existing SQLite database or run record, not a report: refusing to "
+                                 "overwrite it", path)
+        ensure_writable(path)
+
+
+def history_files(path: Path) -> list[Path]:
+    return [path] + [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
 def compare_options(func):
     """--baseline, --max-drop, --max-drop-axis, --axis, --require-baseline."""
     from judgekit.cli._exit import AxisChoice
@@ -30,7 +68,7 @@ def compare_options(func):
                      help="What to compare with: the suite's newest green run in the history, a run id there, "
                           "or a run record file."),
         click.option("--max-drop", type=click.FloatRange(0, 1), default=0.05, show_default=True,
-                     help="Flag an axis whose mean dropped by more than this, relative."),
+                     callback=_finite, help="Flag an axis whose mean dropped by more than this, relative."),
         click.option("--max-drop-axis", "max_drop_axis", multiple=True, metavar="AXIS=DROP",
                      help="The same for one axis (repeatable), e.g. faithfulness=0.1."),
         click.option("--axis", "axes", multiple=True, type=AxisChoice(),
@@ -89,7 +127,7 @@ def compare_run(rows, history, baseline: str, policy):
     from judgekit.history import resolve_baseline
 
     base, source = resolve_baseline(baseline, rows, history)
-    noise = history.noise(rows.suite) if history is not None else None
+    noise = history.noise(rows.suite, exclude=rows.run_id) if history is not None else None
     return compare(rows, base, policy, baseline_source=source, noise=noise)
 
 
@@ -125,6 +163,8 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     from judgekit.errors import InputError
     from judgekit.run.record import open_run
 
+    protected = history_files(history_path) + [Path(run_ref)] + ([Path(baseline)] if Path(baseline).exists() else [])
+    check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
     history = _existing_history(history_path)
     policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
     record = None
@@ -185,6 +225,8 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
     if not (junit or markdown or html):
         raise InputError("nothing to write: pass --junit, --markdown and/or --html")
+    protected = history_files(history_path) + [run_file] + ([Path(baseline)] if Path(baseline).exists() else [])
+    check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
     record = read_run(run_file)
     history = _existing_history(history_path)
     comparison = None
@@ -260,7 +302,7 @@ def history_import(records: tuple[Path, ...], history_path: Path) -> None:
     with open_history(history_path, create=True) as history:
         for path in records:
             info, new = history.import_file(path)
-            say(f"{'recorded' if new else 'already recorded'} {info.run_id} ({one_line(str(path))}): "
+            say(f"{'recorded' if new else 'already recorded'} {one_line(info.run_id)} ({one_line(str(path))}): "
                 f"{'green' if info.green else 'not green'}")
 
 
