@@ -104,9 +104,13 @@ class VerdictStore(Protocol):
 
 
 class VerdictCache:
-    """The verdict cache in ``directory`` (created when missing, unless ``create`` is False)."""
+    """The verdict cache in ``directory`` (created when missing, unless ``create`` is False).
 
-    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR, *, create: bool = True):
+    ``read_only``: checks and reads only, through SQLite's read-only connection; nothing is
+    created or written (diskcache writes its settings whenever it opens a writable folder).
+    A folder that does not exist then reads as empty."""
+
+    def __init__(self, directory: str | Path = DEFAULT_CACHE_DIR, *, create: bool = True, read_only: bool = False):
         self.directory = Path(directory)
         self.refused: list[tuple[str, str]] = []
         """(key, reason) of every entry refused since the cache was opened."""
@@ -117,6 +121,19 @@ class VerdictCache:
         self._reader: sqlite3.Connection | None = None
         if self.directory.exists() and not self.directory.is_dir():
             raise InputError("the verdict cache folder is a file", self.directory)
+        if read_only:
+            self.writable = False
+            if not self.directory.exists():
+                return
+            check_side_files(self.directory)
+            if not os.path.lexists(self._db):
+                return
+            check_database(self.directory, self._db)
+            try:
+                self._reader = connect_read_only(self._db)
+            except sqlite3.DatabaseError as exc:
+                raise unreadable(self.directory, str(exc)) from None
+            return
         if not self.directory.exists():
             if not create:
                 raise InputError("no verdict cache here", self.directory)

@@ -100,12 +100,17 @@ class LocalExecutor:
                     self.store.close()
 
 
-def open_store(loaded: LoadedSuite, options: RunOptions) -> VerdictStore | None:
-    """The suite's verdict cache (``--cache-dir``, else the suite's, else .judgekit/cache), or None."""
+def cache_dir_of(loaded: LoadedSuite, options: RunOptions) -> Path:
+    """The verdict cache a run of ``loaded`` uses: ``--cache-dir``, else the suite's, else .judgekit/cache."""
+    suite = loaded.suite
+    return Path(options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR))
+
+
+def open_store(loaded: LoadedSuite, options: RunOptions, *, read_only: bool = False) -> VerdictStore | None:
+    """The suite's verdict cache (see ``cache_dir_of``), or None without a cache."""
     if not options.use_cache:
         return None
-    suite = loaded.suite
-    return VerdictCache(options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR))
+    return VerdictCache(cache_dir_of(loaded, options), read_only=read_only)
 
 
 def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:

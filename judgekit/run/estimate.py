@@ -15,20 +15,15 @@ runs on this machine: it has no provider bill, so its cost is 0 and says why.
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from diskcache.core import DBNAME
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._cache_files import check_database, check_side_files, connect_read_only, unreadable
 from judgekit.axes import axis_named
-from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache
-from judgekit.errors import InputError
-from judgekit.run.api import RunOptions
+from judgekit.cache import VerdictCache
+from judgekit.run.api import RunOptions, cache_dir_of
 from judgekit.run.judging import JudgeJob, _identity
 from judgekit.run.plan import Select, iter_plans
 from judgekit.suite import Budget, LoadedSuite, load_suite
@@ -95,38 +90,6 @@ class RunEstimate(BaseModel):
 # --- the cache, read only ------------------------------------------------------------------------
 
 
-def cache_dir_of(loaded: LoadedSuite, options: RunOptions) -> Path:
-    """The cache a run of ``loaded`` uses (as ``judgekit.run.open_store`` picks it)."""
-    suite = loaded.suite
-    return options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR)
-
-
-class ReadOnlyCache(VerdictCache):
-    """The verdict cache with its checks and reads and nothing else: ``VerdictCache`` opens
-    diskcache when the folder is writable, and diskcache writes its settings (or a new
-    database) on opening. Here only SQLite's read-only connection is made; a folder without a
-    database has nothing to read."""
-
-    def __init__(self, directory: str | Path):  # sets every field VerdictCache's reads use; no writer
-        self.directory = Path(directory)
-        self.refused = []
-        self.withheld = 0
-        self.writable = False
-        self._db = self.directory / DBNAME
-        self._cache = None
-        self._reader = None
-        if not self.directory.is_dir():
-            raise InputError("the verdict cache folder is not a folder", self.directory)
-        check_side_files(self.directory)
-        if not os.path.lexists(self._db):
-            return
-        check_database(self.directory, self._db)
-        try:
-            self._reader = connect_read_only(self._db)
-        except sqlite3.DatabaseError as exc:
-            raise unreadable(self.directory, str(exc)) from None
-
-
 # --- tokens and prices ----------------------------------------------------------------------------
 
 
@@ -187,13 +150,13 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
     options = options or RunOptions()
     loaded = loaded if isinstance(loaded, LoadedSuite) else load_suite(loaded)
     estimate = RunEstimate(suite=loaded.suite.name, budget=options.budget or loaded.suite.budget)
-    store: ReadOnlyCache | None = None
+    store: VerdictCache | None = None
     if options.use_cache:
         directory = cache_dir_of(loaded, options)
         estimate.cache_dir = str(directory)
         estimate.cache_exists = directory.exists()
         if estimate.cache_exists:
-            store = ReadOnlyCache(directory)
+            store = VerdictCache(directory, read_only=True)
     pricer = _Pricer()
     judges: dict[tuple[str, str], JudgeEstimate] = {}
     seen: set[bytes] = set()
@@ -226,7 +189,7 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
     return estimate
 
 
-def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: ReadOnlyCache | None,
+def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: VerdictCache | None,
                      judges: dict[tuple[str, str], JudgeEstimate], pricer: _Pricer) -> None:
     """Count one window's new questions: cached (as the run would take them) or to ask."""
     answered: set[str] = set()
