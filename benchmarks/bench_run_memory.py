@@ -5,7 +5,7 @@
                                           [--tracemalloc N]
 
 Imports ``../shared/data/tau-bench-airline/gpt-4o-airline.even-tasks.json`` with ``judgekit
-import tau-bench`` (100 real GPT-4o runs, 25 task rubrics: task success and tool correctness,
+import tau-bench`` (100 real GPT-4o runs, 25 task rubrics: tool correctness, and task success where a task names outputs,
 no judge), then, for each size N, writes a suite whose trajectory files hold the 100 runs
 replicated N / 100 times with unique ids. The files are written copy by copy (nothing holds N
 records, here or there: 1M is ~14 GB on disk), and each size's files are deleted once measured.

@@ -284,9 +284,10 @@ TAU_RECORDS = [
 
 # trajectory id -> (tool_correctness points, max_points, task_success passed)
 TAU_EXPECTED = {
-    "task-000-trial-0": (6, 6, True),
-    "task-000-trial-1": (6, 6, True),  # the failed first attempt changed nothing and is not extra
-    "task-000-trial-2": (5, 6, True),  # insurance argument lost
+    # task 000 names no outputs: no task-success axis (None), never a pass with nothing checked
+    "task-000-trial-0": (6, 6, None),
+    "task-000-trial-1": (6, 6, None),  # the failed first attempt changed nothing and is not extra
+    "task-000-trial-2": (5, 6, None),  # insurance argument lost
     "task-001-trial-0": (4, 4, True),
     "task-001-trial-1": (3, 4, True),  # reservation_id argument lost
     "task-001-trial-2": (4, 4, False),  # the answer never states 1786
@@ -321,7 +322,8 @@ def test_tau_bench_import_writes_a_suite_that_runs_as_is(tau_import):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     got = {
-        r["trajectory_id"]: (r["axes"]["tool_correctness"]["points"], r["axes"]["tool_correctness"]["max_points"], r["axes"]["task_success"]["passed"])
+        r["trajectory_id"]: (r["axes"]["tool_correctness"]["points"], r["axes"]["tool_correctness"]["max_points"],
+                             r["axes"].get("task_success", {}).get("passed"))
         for r in rows
     }
     assert got == TAU_EXPECTED

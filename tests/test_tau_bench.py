@@ -43,8 +43,10 @@ def scored(shared_data, tmp_path_factory):
 
 
 def predicted_success(row: dict) -> bool:
+    """Tool correctness 1.0, and task success passed where the task names outputs (a task
+    without outputs has no task-success axis: its end state is only seen through the writes)."""
     axes = row["axes"]
-    return axes["tool_correctness"]["score"] == 1.0 and axes["task_success"]["passed"] is True
+    return axes["tool_correctness"]["score"] == 1.0 and axes.get("task_success", {"passed": True})["passed"] is True
 
 
 def test_import_covers_every_run_and_is_pre_registered(scored):

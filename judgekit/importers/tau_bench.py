@@ -9,7 +9,9 @@ Writes a suite that runs as is:
 - ``OUT/rubrics/tau-bench-task-<id>.yaml``: one rubric per task, pre-registered in
   ``OUT/rubrics/rubrics.lock``. Tool correctness expects exactly the ground-truth *write*
   calls, each argument pinned to its ground-truth value; read-only tools are out of scope and
-  do not count as extra calls. Task success requires the outputs in the agent's answers.
+  do not count as extra calls. Task success requires the outputs in the agent's answers; a
+  task with no outputs has no task-success axis (nothing here could check it: the database's
+  end state is not in the records), rather than one that passes with no check.
 - ``OUT/suite.yaml``.
 
 Which tools write is decided by name (``WRITE_TOOL``: book/cancel/update/modify/send/...),
@@ -68,13 +70,17 @@ def _check_record(record: Any, src: Path, n: int) -> None:
 
 def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date, write_tools: list[str]) -> Rubric:
     writes = [action for action in task["actions"] if WRITE_TOOL.match(action["name"])]
+    outputs = [str(o) for o in task.get("outputs") or []]
+    # Without outputs there is nothing task success could check here (the database's end state
+    # is not in these records): the axis is left out, never passed with no check.
+    task_success = {"task_success": {"guide": TASK_GUIDE, "required_outputs": outputs}} if outputs else {}
     return Rubric.model_validate(
         {
             "id": f"tau-bench-task-{task_id:03d}" if isinstance(task_id, int) else f"tau-bench-task-{task_id}",
             "version": "1.0.0",
             "registered": registered,
             "description": task.get("instruction", ""),
-            "task_success": {"guide": TASK_GUIDE, "required_outputs": [str(o) for o in task.get("outputs") or []]},
+            **task_success,
             "tool_correctness": {
                 "guide": TOOL_GUIDE,
                 "expected_calls": [
