@@ -38,6 +38,7 @@ BOOTSTRAP_RESAMPLES = 2000
 MAX_LISTED = 200
 """Regressions and one-sided ids listed in a comparison (the counts are always complete)."""
 FULL_MARKS = 1.0 - 1e-9
+"""A graded score at or above this has full marks: the "pass" of a graded axis per trajectory."""
 
 Status = Literal["scored", "unscored", "error"]
 

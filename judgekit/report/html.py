@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.axes import AXES, axis_named
+from judgekit.compare import FULL_MARKS
 
 MAX_TRAJECTORIES = 2000
 """Trajectories listed on the page (regressions and failures first); the rest are counted."""
 MAX_TEXT = 2000
 """Characters of one text from a record (a claim, a quote, a reason) shown before it is cut."""
-FULL_MARKS = 1.0 - 1e-9
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 PASS, FAIL, GREY, AMBER = "#1a7f37", "#cf222e", "#8c959f", "#bc4c00"
 

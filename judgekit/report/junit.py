@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-FULL_MARKS = 1.0 - 1e-9
+from judgekit.compare import FULL_MARKS
+
 MESSAGE_CHARS = 1000
 """The most a failure's message attribute holds (its text holds everything)."""
 

@@ -78,7 +78,7 @@ def _test(test) -> str:
 
 def _own_figures(record) -> dict[str, tuple[int, int, int, float | None, float | None]]:
     """Axis -> (scored, unscored, errors, mean, full-marks rate) of the record on its own."""
-    from judgekit.report.junit import FULL_MARKS
+    from judgekit.compare import FULL_MARKS
 
     tallies: dict[str, list] = {}
     for result in record.results:
