@@ -137,10 +137,14 @@ class SuiteFile(pytest.File):
             found = [(item, [axis.name for axis in axes_of(rubric)]) for rubric, item in iter_trajectories_of(loaded)]
         except JudgekitError as exc:
             raise SuiteRunError(f"judgekit could not read the suite {self.path}: {exc}") from exc
+        from judgekit._text import one_line
+
         for item, axes in found:
             tid = item.trajectory.id
             for axis in axes:
-                yield AxisItem.from_parent(self, name=f"{tid}::{axis}", trajectory_id=tid, axis=axis,
+                # The shown name is escaped (an id cannot draw on the terminal or fake a result
+                # line); the raw id finds the result.
+                yield AxisItem.from_parent(self, name=f"{one_line(tid)}::{axis}", trajectory_id=tid, axis=axis,
                                            source=(item.path, item.line))
 
     def repr_failure(self, excinfo, style=None):
@@ -188,7 +192,9 @@ class AxisItem(pytest.Item):
 
     def reportinfo(self):
         path, line = self.source
-        return path, max(line - 1, 0), f"{self.trajectory_id} [{self.axis}]"
+        from judgekit._text import one_line
+
+        return path, max(line - 1, 0), f"{one_line(self.trajectory_id)} [{self.axis}]"
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from judgekit._text import redact
 from judgekit.axes import AXES, axis_named
 from judgekit.compare import FULL_MARKS
 
@@ -35,7 +36,7 @@ PASS, FAIL, GREY, AMBER = "#1a7f37", "#cf222e", "#8c959f", "#bc4c00"
 
 def _e(value) -> str:
     """Escaped text from a record, cut at ``MAX_TEXT`` characters."""
-    text = str(value)
+    text = redact(str(value))  # before the cut: half a key no longer looks like one
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
     return html.escape(text, quote=True)
@@ -389,6 +390,8 @@ def _trend_plot(data, views: list[_AxisView]) -> str:
     if not runs:
         return ('<p class="note">No history for this suite: record runs (<code>judgekit run --record</code> or '
                 '<code>judgekit history import RUN.json</code>) to see a trend.</p>')
+    if not views:
+        return '<p class="note">This run scored no axis: there is no trend to draw for it.</p>'
     fig = _figure(6.4, 1.2 + 1.3 * len(views))
     panels = fig.subplots(len(views), 1, sharex=True, squeeze=False)[:, 0]
     xs = list(range(1, len(runs) + 1))

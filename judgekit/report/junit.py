@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from judgekit._text import redact
 from judgekit.compare import FULL_MARKS
 
 MESSAGE_CHARS = 1000
 """The most a failure's message attribute holds (its text holds everything)."""
 
 Kind = Literal["passed", "failed", "skipped", "error"]
+NO_ANSWER = ("provider_error", "timeout")
+"""Unscored reasons that mean the judge never answered: errors, not skipped verdicts."""
 
 # XML 1.0 allows tab, newline, carriage return and these ranges; anything else (control
 # characters, lone surrogates, U+FFFE/U+FFFF) makes the file unreadable to every parser.
@@ -104,7 +107,7 @@ def _lost_lines(axis, res) -> tuple[str, ...]:
 
 
 def _message(head: str, lines: tuple[str, ...]) -> str:
-    text = head + (" - lost: " + "; ".join(lines) if lines else "")
+    text = redact(head + (" - lost: " + "; ".join(lines) if lines else ""))  # before the cut
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 
@@ -116,6 +119,10 @@ def _outcome(result, name: str, res, judges: _Judges) -> Outcome:
     if res.status == "error":
         return Outcome(tid, name, "error", f"error: {res.error or 'the axis could not be scored'}")
     reason = judges.advisory_reason(name, result.rubric, res.judge) if res.judge is not None else None
+    if res.status == "unscored" and res.unscored_reason in NO_ANSWER:
+        # The judge never answered: no verdict at all, so neither a skip nor advisory.
+        return Outcome(tid, name, "error", f"error: the judge did not answer ({res.unscored_reason}): "
+                                           f"{res.error or 'no reply'}")
     if reason is not None:
         fallback = axis.fallback_value(res) if axis.fallback_value is not None else None
         if fallback is None:
@@ -238,6 +245,17 @@ def junit_tree(data):
                 error.text = xml_safe(case.message)
         for key in totals:
             totals[key] += counts[key]
+    if not by_axis:  # an empty run is never an all-green report
+        reasons = (record.gate_report.reasons if record.gate_report is not None else []) or [
+            "the run scored nothing: an empty run never passes"]
+        suite_el = ET.SubElement(root, "testsuite")
+        _set(suite_el, name=f"{record.suite}.run", tests=1, failures=0, errors=1, skipped=0,
+             timestamp=record.started_at.isoformat())
+        case_el = ET.SubElement(suite_el, "testcase")
+        _set(case_el, classname=f"{record.suite}.run", name="run")
+        error = ET.SubElement(case_el, "error")
+        _set(error, message="; ".join(reasons), type="judgekit.empty_run")
+        totals.update(tests=1, errors=1)
     _set(root, name=record.suite, **totals)
     return root
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from judgekit._text import redact
+
 REGRESSION_ROWS = 30
 LOST_SHOWN = 3
 IDS_SHOWN = 10
@@ -30,7 +32,7 @@ record's text never starts a line here, so block markers need nothing)."""
 
 def escape(text: object, limit: int = CELL_CHARS) -> str:
     """``text`` as literal Markdown on one line: safe in a table cell and in a sentence."""
-    text = str(text)
+    text = redact(str(text))  # before the cut and the escapes: a key cut or escaped no longer looks like one
     if len(text) > limit:
         text = text[: limit - 1] + "\u2026"
     text = _UNSHOWN.sub("\ufffd", re.sub(r"\r\n|[\r\n\u2028\u2029]", " ", text))

@@ -265,6 +265,10 @@ def _over(estimate: RunEstimate) -> str | None:
     if budget.max_cost_usd is not None and estimate.known_cost_usd_max > budget.max_cost_usd:
         return (f"up to ${estimate.known_cost_usd_max:.4f}, budget ${budget.max_cost_usd}: "
                 "the run stops judging at the budget")
+    unpriced = [judge.litellm_model for judge in estimate.judges if judge.to_ask and judge.cost_usd_max is None]
+    if budget.max_cost_usd is not None and unpriced:
+        return (f"the cost of {', '.join(sorted(set(unpriced)))} is unknown (litellm's price map has no price), so "
+                f"the ${budget.max_cost_usd} budget cannot be checked against it: the run would not stop for it")
     return None
 
 
