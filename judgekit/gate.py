@@ -2,7 +2,9 @@
 
 A judge's verdict may fail the gate only when an approval record matches its exact fingerprint
 (model pin, endpoint, parameters, rubric id@version and hash, template hash), that axis was
-approved, and the API reported the pinned model (unless the suite allows a mismatch).
+approved, and the API reported the pinned model (unless the suite allows a mismatch). A format 1
+approval (decided on the point estimate of kappa) gates only when its re-measured bounds clear
+today's rule; otherwise it is advisory and the reason names the bound that falls short.
 Otherwise the axis is advisory: shown, never gating, and the report says why and which command
 would approve it. In task-success judge mode an advisory judge leaves the deterministic checks
 gating on their own.
@@ -52,6 +54,10 @@ class AxisGate(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     advisory: list[Advisory] = Field(default_factory=list, description="Judge verdicts shown but not gating, and why.")
     advisory_value: float | None = Field(None, description="The same figure over advisory judge verdicts.")
+    approvals: list[str] = Field(
+        default_factory=list,
+        description="What the approval of each gating judge certifies, and on which labels (its statement).",
+    )
     corrected: list[JudgeCorrection] = Field(
         default_factory=list,
         description="Approved binary judges: the Rogan-Gladen corrected pass rate of each judge's own verdicts "
@@ -76,9 +82,7 @@ def _advisory_reason(record: ApprovalRecord | None, axis: str) -> str:
     if record is None:
         return ("no approval record matches this judge's fingerprint (new judge, or the model, parameters, "
                 "rubric or prompt template changed since calibration)")
-    if axis not in record.axes:
-        return f"the approval record has no decision for {axis} (no labels for it)"
-    return "the judge was refused: " + "; ".join(record.axes[axis].reasons)
+    return record.gates(axis)[1] or "the judge is not approved"
 
 
 class _Mean:
@@ -120,6 +124,8 @@ class Gate:
         # (axis, rubric, fingerprint) -> the approved judge's own pass/fail verdicts, and its calibration pairs
         self._judge_binary: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
         self._calib_pairs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = {}
+        self._statements: dict[str, dict[tuple[str, str], str]] = defaultdict(dict)  # axis -> (rubric, fp) -> text
+        self._gate_decisions: dict[tuple[str, str], tuple[bool, str]] = {}
         self._errors: dict[str, int] = defaultdict(int)
         self._axes: set[str] = set()
         self._identities: dict[tuple, tuple[JudgeIdentity, str]] = {}
@@ -144,6 +150,14 @@ class Gate:
         identity, fingerprint = self.identity_of(provenance)
         return fingerprint, self._approval(identity, fingerprint)
 
+    def _gates_of(self, fingerprint: str, approval: ApprovalRecord | None, axis: str) -> tuple[bool, str]:
+        """Whether this judge's verdicts on ``axis`` gate, and if not why: once per judge and axis."""
+        key = (fingerprint, axis)
+        if key not in self._gate_decisions:
+            allowed = approval is not None and approval.gates(axis)[0]
+            self._gate_decisions[key] = (allowed, "" if allowed else _advisory_reason(approval, axis))
+        return self._gate_decisions[key]
+
     def add(self, result: TrajectoryResult) -> None:
         for name, res in result.axes.items():
             axis = axis_named(name)
@@ -156,7 +170,11 @@ class Gate:
                 continue
             fingerprint, approval = self.approval_of(res.judge)
             mismatch = res.judge.model_mismatch and not self.policy.allow_model_mismatch
-            if approval is not None and approval.approved(name) and not mismatch:
+            allowed, why = self._gates_of(fingerprint, approval, name)
+            if allowed and not mismatch:
+                statement = approval.axes[name].statement
+                if statement:
+                    self._statements[name].setdefault((result.rubric, fingerprint), statement)
                 if res.status == "unscored":
                     self._unscored[name] += 1
                     continue
@@ -166,7 +184,7 @@ class Gate:
                     self._judge_binary[key].append(bool(axis.judge_value(res)))
                     self._calib_pairs[key] = approval.axes[name].pairs
                 continue
-            reason = _mismatch_reason(res.judge) if mismatch else _advisory_reason(approval, name)
+            reason = _mismatch_reason(res.judge) if mismatch else why
             self._advisory[(name, result.rubric, reason, mismatch)] += 1
             if res.status == "scored":
                 self._advisory_values[name].add(axis.value(res))
@@ -206,7 +224,8 @@ class Gate:
             axes_out.append(AxisGate(
                 axis=name, gating_n=gating.n, value=value, minimum=minimum, unscored=unscored,
                 passed=not reasons, reasons=reasons, advisory=adv,
-                advisory_value=self._advisory_values[name].value, corrected=corrected,
+                advisory_value=self._advisory_values[name].value,
+                approvals=[text for _, text in sorted(self._statements[name].items())], corrected=corrected,
             ))
         reasons = [] if axes_out else ["the run scored nothing (no trajectory, or no axis): an empty run never passes"]
         return GateReport(passed=not reasons and all(a.passed for a in axes_out), axes=axes_out, reasons=reasons)

@@ -34,8 +34,17 @@ class ApprovalThresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    min_kappa: float = Field(0.6, ge=-1, le=1, description="Cohen's kappa, judge vs human, at least this.")
+    min_kappa: float = Field(0.6, ge=-1, le=1, description="Lower bound of Cohen's kappa, judge vs human, at least this.")
     min_items: int = Field(20, ge=1, description="Labelled items per axis with a verdict, at least this many.")
+    min_tpr: float = Field(0.8, ge=0, le=1, description="Binary axes: lower bound of the TPR (judge pass among "
+                           "human pass), at least this.")
+    min_tnr: float = Field(0.8, ge=0, le=1, description="Binary axes: lower bound of the TNR (judge fail among "
+                           "human fail), at least this.")
+    min_spearman: float = Field(0.6, ge=-1, le=1, description="Graded axes: lower bound of Spearman's correlation "
+                                "of judge and human scores, at least this.")
+    max_mae: float = Field(0.2, ge=0, le=1, description="Graded axes: upper bound of the mean absolute error "
+                           "between judge and human scores, at most this.")
+    confidence: float = Field(0.95, ge=0.5, lt=1, description="One-sided level of every bound.")
 
 
 class Budget(BaseModel):

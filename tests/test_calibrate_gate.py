@@ -90,8 +90,17 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
         decision = record["axes"]["faithfulness"]
         assert decision["decision"] == "approved"
         assert decision["n"] == 24 and decision["kappa"]["value"] == pytest.approx(1.0)
-        assert record["thresholds"] == {"min_kappa": 0.6, "min_items": 20}
-        assert "APPROVED" in calibrated.output and "kappa 1.000" in calibrated.output
+        # Changed on purpose (issue 14): the rule is on 95% one-sided bounds, with thresholds
+        # for each bound; the record says in words what it certifies and on which labels.
+        assert record["format_version"] == 2 and record["rule"] == "lower-bound"
+        assert record["thresholds"] == {"min_kappa": 0.6, "min_items": 20, "min_tpr": 0.8, "min_tnr": 0.8,
+                                        "min_spearman": 0.6, "max_mae": 0.2, "confidence": 0.95}
+        assert 0.6 <= decision["kappa_lower"] < 1.0 and decision["spearman_lower"] >= 0.6
+        assert decision["mae_upper"] <= 0.2 and decision["n_pass"] == 19 and decision["n_fail"] == 5
+        assert decision["statement"].startswith("faithfulness judge approved: kappa >= ")
+        assert decision["statement"].endswith("(95% one-sided bounds) on 24 item(s) (19 pass, 5 fail) "
+                                              "labelled 2026-11-30 by 1 labeller")
+        assert "APPROVED" in calibrated.output and "kappa >= " in calibrated.output
 
         gated, run = run_and_gate(project, server)
     # The run's judge has the calibrated fingerprint, so faithfulness gates: all 9 verdicts
@@ -103,6 +112,10 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
     section = gated.output.split("faithfulness: ")[-1].split("task_success")[0]
     assert re.match(r"[\d.]+ \(min 1\.0\) over 9 gating verdict", section)
     assert "advisory" not in section
+    # the gate says what the approval certifies, and on which labels
+    assert re.search(r"^  certified: faithfulness judge approved: kappa >= 0\.\d\d, Spearman >= \d\.\d\d, MAE <= "
+                     r"0\.\d\d \(95% one-sided bounds\) on 24 item\(s\) \(19 pass, 5 fail\) labelled 2026-11-30 "
+                     r"by 1 labeller$", gated.output, re.M), gated.output
     assert re.search(r"^FAIL task_success: 0\.333", gated.output, re.M)
     assert gated.output.rstrip().endswith("gate: FAILED")
 

@@ -189,7 +189,9 @@ def test_degenerate_resamples_are_counted():
     [
         pytest.param(labels_for(["pass"]), verdicts_for(["A"]), "expected pass or fail", id="pairwise_verdict_binary_item"),
         pytest.param(labels_for(["A"]), verdicts_for(["pass"]), "expected A or B", id="binary_verdict_pairwise_item"),
-        pytest.param(labels_for(["pass"]), verdicts_for([0.7]), "only a score", id="score_for_binary_item"),
+        # changed on purpose (issue 14): a score alone on a binary item is a score-only detector,
+        # made pass/fail at the threshold (tests/test_external_labels.py); A/B stays an error
+        pytest.param(labels_for(["pass"]), verdicts_for(["B"]), "expected pass or fail", id="pairwise_b_binary_item"),
         pytest.param(labels_for([0.5]), verdicts_for(["pass"]), "has no score", id="no_score_graded_item"),
         pytest.param(
             labels_for(["pass"]),

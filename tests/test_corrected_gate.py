@@ -3,6 +3,8 @@
 The world is a JSON document whose ``/orders`` list gains a shipped order or not; humans label
 pass exactly when it did. The scripted judge reads the end-state diff in its prompt and gets a
 few items wrong on purpose, so TPR and TNR are below 1 and the Rogan-Gladen correction moves.
+(Changed on purpose for issue 14: approval rests on 95% lower bounds, so the calibration set
+is 120 labelled items, not 30: 30 items with 3 errors no longer certify kappa >= 0.6.)
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ task_success:
     otherwise. Judge from the diff only.
   judge: true
 """
-WRONG_ON = {"t07", "t13", "t21", "t33"}  # where the scripted judge errs
+WRONG_ON = {"t07", "t13", "t21", "t33", "t52"}  # where the scripted judge errs
 
 
 def trajectory(i: int) -> dict:
@@ -48,7 +50,7 @@ def scripted_judge(request: dict, n: int) -> Reply:
 
 def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
     (tmp_path / "rubric.yaml").write_text(RUBRIC)
-    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(trajectory(i)) + "\n" for i in range(40)))
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(trajectory(i)) + "\n" for i in range(150)))
     (tmp_path / "suite.yaml").write_text(
         "name: ship\nrubrics: [rubric.yaml]\ntrajectories: [{file: runs.jsonl, rubric: ship-order}]\n"
         "gate: {min_task_success_rate: 0.5}\n"
@@ -58,7 +60,7 @@ def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
     labels.write_text("".join(
         json.dumps({"trajectory_id": f"t{i:02d}", "axis": "task_success", "label": "pass" if i % 3 else "fail",
                     "labeler": "ops", "labeled_at": "2026-11-30T00:00:00Z"}) + "\n"
-        for i in range(30)
+        for i in range(120)
     ))
     runner = CliRunner()
     with ScriptedOpenAIServer(scripted_judge) as server:
@@ -68,7 +70,7 @@ def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
         assert calibrated.exit_code == 0, calibrated.output
         assert "task_success: APPROVED" in calibrated.output
         gated = runner.invoke(main, ["run", str(tmp_path / "suite.yaml"), "--gate", "--out", str(tmp_path / "run.json"), *judge])
-    assert "over 40 gating verdict" in gated.output
+    assert "over 150 gating verdict" in gated.output
     match = re.search(r"corrected pass rate ([\d.]+) \[([\d.]+), ([\d.]+)\] \(observed ([\d.]+)\)", gated.output)
     assert match, gated.output
     corrected, low, high, observed = map(float, match.groups())
@@ -76,7 +78,7 @@ def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
         next(c for c in r["axes"]["task_success"]["checks"] if c["source"] == "judge")["passed"]
         for r in read_run(tmp_path / "run.json").model_dump(mode="json")["results"]
     )
-    assert observed == round(judge_passes / 40, 3)
+    assert observed == round(judge_passes / 150, 3)
     assert 0 <= low <= corrected <= high <= 1
     assert corrected != observed  # the judge's known errors move the estimate
     assert gated.exit_code == 0 and gated.output.rstrip().endswith("gate: PASSED")

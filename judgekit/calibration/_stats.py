@@ -1,4 +1,4 @@
-"""Agreement statistics: binary confusion metrics, Cohen's and Fleiss' kappa.
+"""Agreement statistics: binary confusion metrics, Cohen's and Fleiss' kappa, Krippendorff's alpha.
 
 The vectorised forms (one value per bootstrap row) are used for resamples; point estimates of
 Cohen's kappa come from scikit-learn, and tests check the two agree.
@@ -49,7 +49,29 @@ def binary_metrics(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarra
         "tpr": ratio(tp, tp + fn),
         "tnr": ratio(tn, tn + fp),
         "precision": ratio(tp, tp + fp),
+        "balanced_accuracy": balanced_accuracy_from_cells(tp, fp, fn, tn),
+        "f1_macro": f1_macro_from_cells(tp, fp, fn, tn),
     }
+
+
+def _mean_of_defined(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise mean of the defined (non-NaN) values of a and b; NaN where neither is."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    count = np.isfinite(a).astype(float) + np.isfinite(b).astype(float)
+    return ratio(np.nan_to_num(a, nan=0.0) + np.nan_to_num(b, nan=0.0), count)
+
+
+def balanced_accuracy_from_cells(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
+    """Mean of TPR and TNR, over the classes present in the human labels (scikit-learn's
+    ``balanced_accuracy_score``): with one human class only it is that class's recall."""
+    return _mean_of_defined(ratio(tp, tp + fn), ratio(tn, tn + fp))
+
+
+def f1_macro_from_cells(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
+    """Mean of the F1 of pass and of fail, over the classes present on either side
+    (scikit-learn's ``f1_score(average="macro")``)."""
+    tp, fp, fn, tn = (np.asarray(x, dtype=float) for x in (tp, fp, fn, tn))
+    return _mean_of_defined(ratio(2 * tp, 2 * tp + fp + fn), ratio(2 * tn, 2 * tn + fp + fn))
 
 
 def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
@@ -85,3 +107,35 @@ def fleiss_kappa(counts: np.ndarray) -> float | None:
     if math.isclose(p_e, 1.0):
         return None
     return float((p_bar - p_e) / (1.0 - p_e))
+
+
+def krippendorff_alpha_nominal(units: Sequence[Sequence[object]]) -> float | None:
+    """Krippendorff's alpha for nominal data; ``units`` holds, per item, the values its coders
+    gave (any number of coders per item: missing ratings are simply absent). Items with fewer
+    than two values are not pairable and are left out. None when undefined (no pairable item,
+    or every value in one category, so expected disagreement is 0).
+
+    Coincidence-matrix form (Krippendorff 2011, "Computing Krippendorff's alpha-reliability"):
+    alpha = 1 - (n - 1) * D_o / D_e with D_o = sum of off-diagonal coincidences and
+    D_e = sum over c != k of n_c * n_k.
+    """
+    pairable = [list(values) for values in units if len(values) >= 2]
+    if not pairable:
+        return None
+    categories = sorted({v for values in pairable for v in values}, key=repr)
+    index = {c: i for i, c in enumerate(categories)}
+    coincidence = np.zeros((len(categories), len(categories)))
+    for values in pairable:
+        counts = np.zeros(len(categories))
+        for v in values:
+            counts[index[v]] += 1
+        m = len(values)
+        # ordered pairs of values from distinct coders, each unit weighted 1 / (m - 1)
+        coincidence += (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    n_c = coincidence.sum(axis=1)
+    n = n_c.sum()
+    observed = coincidence.sum() - np.trace(coincidence)
+    expected = n_c.sum() ** 2 - (n_c * n_c).sum()
+    if math.isclose(expected, 0.0):
+        return None
+    return float(1.0 - (n - 1) * observed / expected)

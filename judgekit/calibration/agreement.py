@@ -1,11 +1,16 @@
 """How well a judge agrees with human labels, per axis, with seeded bootstrap intervals.
 
-``agreement(labels, verdicts)`` matches verdicts to labels by (trajectory_id, axis) and reports
-each (axis, item kind) apart:
+``agreement(labels, verdicts)`` matches one judge's verdicts to labels by (trajectory_id, axis)
+and reports each (axis, item kind) apart; ``agreement_by_judge`` does so for every judge of a
+verdicts file (one report per judge, the same labels, references and resampling seed):
 
 - binary items (``BinaryAxisReport``): n, base rate (share of human "pass"), accuracy, Cohen's
-  kappa (scikit-learn), TPR (= recall: judge pass among human pass), TNR, precision and the
-  confusion matrix (tp, fp, fn, tn; "pass" is positive), raw counts always.
+  kappa (scikit-learn), TPR (= recall: judge pass among human pass), TNR, precision, balanced
+  accuracy (mean of TPR and TNR) and macro F1 (mean of the F1 of pass and of fail), each with
+  its interval, and the confusion matrix (tp, fp, fn, tn; "pass" is positive), raw counts always.
+- multiclass items (``MulticlassAxisReport``): labels carry a class of the source's scheme; the
+  classes named positive count as pass, the others as fail, then the binary figures above;
+  the class-by-verdict table (``class_confusion``) keeps what the mapping folds together.
 - graded items (``GradedAxisReport``): Spearman correlation (scipy), mean absolute error, and
   the binary statistics after binarising both sides at ``threshold`` (pass when score >=
   threshold). Inter-annotator kappa on graded items uses the same binarisation.
@@ -13,27 +18,33 @@ each (axis, item kind) apart:
 
 Rules, all visible in the report rather than applied silently:
 
-- An unscored verdict is counted apart (``n_unscored``, ``unscored_ids``) and left out of the
-  maths; it is never a pass, a fail or a preference.
+- An unscored verdict is always counted (``n_unscored``, ``unscored_ids``); by default
+  (``unscored="exclude"``) it is left out of the maths, never a pass, a fail or a preference.
+  With ``unscored="wrong"`` it counts as a wrong answer: the opposite of the reference (graded:
+  the far end of the scale, 0 when the human score is >= threshold, else 1; pairwise: the other
+  answer).
+- A verdict that carries a score but no pass/fail on a pass/fail item (a score-only detector)
+  is pass when score >= ``threshold``; such verdicts are counted in ``n_from_score``.
 - A labelled item without verdict is listed in ``missing_ids``; a verdict without label is
   listed in ``unmatched_verdict_ids``.
-- Several labelers: the reference is the majority label; a tie has no reference and the item is
-  listed in ``tied_ids`` (graded: the mean score). Inter-annotator agreement is reported.
+- Several labelers: the reference follows the pooling rule (``pool``: majority, ties left out
+  and listed in ``tied_ids``; any; all; see ``_aggregate``), stated per section in
+  ``reference_rule``. Inter-annotator agreement is reported.
 - Repeats (verdicts with distinct ``repeat``): the maths uses the majority verdict, a tie going
   to the lowest-numbered scored repeat (graded: the mean score); flip rate and unstable ids are
   in ``repeats``.
 - Inter-annotator agreement: Cohen's kappa for two labelers, Fleiss' for more, on the items
-  every labeler of the axis labelled.
+  every labeler of the axis labelled; Krippendorff's alpha (nominal) on every item with two
+  labels or more.
 - Intervals: seeded percentile bootstrap over items (``judgekit.calibration._bootstrap``);
   resamples on which a statistic is undefined are left out and counted in ``n_degenerate``.
-- Verdicts must come from one judge: calibrate judges one at a time.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from functools import partial
 from typing import Annotated, Literal
 
@@ -42,12 +53,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit.calibration._aggregate import (
     AxisCoverage,
+    InterAnnotator,
+    Pool,
     Reference,
     References,
     Units,
     aggregate,
     coverage_fields,
+    inter_annotator,
     reference_labels,
+    reference_rule,
 )
 from judgekit.calibration._bootstrap import CONFIDENCE, Metric, bootstrap, metric, point, ratio, rng_for
 from judgekit.calibration._stats import binary_cells, binary_metrics, cohen_kappa
@@ -57,7 +72,9 @@ from judgekit.calibration.verdicts import JudgeVerdictRecord, verdict_key
 from judgekit.errors import InputError
 
 REPORT_FORMAT_VERSION = 1
-_KIND_ORDER: dict[str, int] = {"binary": 0, "graded": 1, "pairwise": 2}
+_KIND_ORDER: dict[str, int] = {"binary": 0, "multiclass": 1, "graded": 2, "pairwise": 3}
+Unscored = Literal["exclude", "wrong"]
+UNSCORED_RULES: tuple[Unscored, ...] = ("exclude", "wrong")
 
 
 class Confusion(BaseModel):
@@ -85,12 +102,54 @@ class BinaryStats(BaseModel):
     tnr: Metric = Field(description="True negative rate: judge fail among human fail.")
     precision: Metric = Field(description="Human pass among judge pass.")
     recall: Metric = Field(description="Same as tpr, under its other name.")
+    balanced_accuracy: Metric = Field(
+        description="Mean of TPR and TNR (over the classes present in the human labels, as "
+        "scikit-learn's balanced_accuracy_score)."
+    )
+    f1_macro: Metric = Field(
+        description="Mean of the F1 of pass and the F1 of fail (over the classes present on either "
+        'side, as scikit-learn\'s f1_score(average="macro")).'
+    )
 
 
 class BinaryAxisReport(BinaryStats, AxisCoverage):
     """Agreement on one axis whose items are pass/fail."""
 
     kind: Literal["binary"] = Field(default="binary", description="Item kind of this section.")
+    n_from_score: int = Field(
+        default=0, description="Verdicts with a score and no pass/fail, made pass/fail at the threshold."
+    )
+
+
+class ClassRow(BaseModel):
+    """One human class against the judge's verdicts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    category: str = Field(description="The human class.")
+    positive: bool = Field(description="Whether the class counts as pass.")
+    judge_pass: int = Field(description="Labels of this class on items the judge passed.")
+    judge_fail: int = Field(description="Labels of this class on items the judge failed.")
+    unscored: int = Field(description="Labels of this class on items whose verdict is unscored.")
+
+
+class MulticlassAxisReport(BinaryStats, AxisCoverage):
+    """Agreement on one axis whose labels are classes, mapped to pass/fail by the positive classes."""
+
+    kind: Literal["multiclass"] = Field(default="multiclass", description="Item kind of this section.")
+    positive_classes: list[str] = Field(description="Classes that count as pass (as stated by the caller).")
+    negative_classes: list[str] = Field(description="Every other class of the labels: they count as fail.")
+    class_confusion: list[ClassRow] = Field(
+        description="Human class x judge verdict, one row per class, counted over LABELS (one per "
+        "labeler and item; with one labeler per item, items) on the items of this section that "
+        "have a verdict."
+    )
+    inter_annotator_pass_fail: InterAnnotator | None = Field(
+        default=None, description="Agreement among the labelers after mapping classes to pass/fail."
+    )
+    n_from_score: int = Field(
+        default=0, description="Verdicts with a score and no pass/fail, made pass/fail at the threshold."
+    )
 
 
 class GradedAxisReport(AxisCoverage):
@@ -104,7 +163,8 @@ class GradedAxisReport(AxisCoverage):
     binarised: BinaryStats = Field(description="Binary statistics after binarising both sides.")
 
 
-AxisReport = Annotated[BinaryAxisReport | GradedAxisReport | PairwiseAxisReport, Field(discriminator="kind")]
+SectionReport = BinaryAxisReport | MulticlassAxisReport | GradedAxisReport | PairwiseAxisReport
+AxisReport = Annotated[SectionReport, Field(discriminator="kind")]
 
 
 class AgreementReport(BaseModel):
@@ -117,14 +177,28 @@ class AgreementReport(BaseModel):
     seed: int = Field(description="Bootstrap seed; the same seed gives the same report.")
     n_boot: int = Field(description="Bootstrap resamples per section.")
     confidence: float = Field(default=CONFIDENCE, description="Level of the percentile intervals.")
-    threshold: float = Field(description="Pass threshold used to binarise graded scores.")
+    threshold: float = Field(
+        description="Pass threshold used to binarise graded scores, and the scores of verdicts that "
+        "carry no pass/fail (score-only detectors)."
+    )
+    pool: Pool = Field(
+        default="majority",
+        description="How several labelers' pass/fail labels make the reference: majority (ties left "
+        "out), any (pass when any says pass) or all (pass only when all do).",
+    )
+    unscored: Unscored = Field(
+        default="exclude",
+        description="exclude: unscored verdicts are left out of the maths (and counted); wrong: they "
+        "count as wrong answers (and are counted).",
+    )
+    positive_classes: list[str] = Field(
+        default_factory=list, description="Multiclass labels: the classes that count as pass; empty without."
+    )
     axes: list[AxisReport] = Field(description="One section per (axis, item kind) present in the labels.")
     n_unmatched_verdicts: int = Field(description="Verdicts whose (trajectory, axis) has no label.")
     unmatched_verdict_ids: list[str] = Field(description="Their trajectory ids, sorted.")
 
-    def section(
-        self, axis: str, kind: ItemKind | None = None
-    ) -> BinaryAxisReport | GradedAxisReport | PairwiseAxisReport:
+    def section(self, axis: str, kind: ItemKind | None = None) -> SectionReport:
         """The section for ``axis`` (and ``kind`` when an axis has several); KeyError if absent."""
         found = [s for s in self.axes if s.axis == axis and (kind is None or s.kind == kind)]
         if len(found) != 1:
@@ -161,6 +235,8 @@ def _binary_stats(
         tnr=m("tnr"),
         precision=m("precision"),
         recall=m("tpr"),
+        balanced_accuracy=m("balanced_accuracy"),
+        f1_macro=m("f1_macro"),
     )
 
 
@@ -185,6 +261,29 @@ def _spearman_point(x: np.ndarray, y: np.ndarray) -> float | None:
     return value if np.isfinite(value) else None
 
 
+def wrong_value(ref: Reference, threshold: float) -> str | float:
+    """What an unscored verdict counts as under ``unscored="wrong"``: the wrong answer."""
+    if ref.kind == "graded":
+        return 0.0 if float(ref.value) >= threshold else 1.0
+    if ref.kind == "pairwise":
+        return "B" if ref.value == "A" else "A"
+    return "fail" if ref.value == "pass" else "pass"
+
+
+def _class_confusion(
+    refs: Sequence[Reference], outcome: dict[str, str | None], positive: Sequence[str], classes: Sequence[str]
+) -> list[ClassRow]:
+    rows = {c: {"judge_pass": 0, "judge_fail": 0, "unscored": 0} for c in classes}
+    for ref in refs:
+        if ref.trajectory_id not in outcome:
+            continue  # no verdict at all
+        value = outcome[ref.trajectory_id]
+        column = "unscored" if value is None else ("judge_pass" if value == "pass" else "judge_fail")
+        for category in ref.categories:
+            rows[category][column] += 1
+    return [ClassRow(category=c, positive=c in positive, **counts) for c, counts in rows.items()]
+
+
 def _single_order_section(
     axis: str,
     refs: Sequence[Reference],
@@ -196,12 +295,18 @@ def _single_order_section(
     seed: int,
     n_boot: int,
     threshold: float,
-) -> BinaryAxisReport | GradedAxisReport:
+    unscored: Unscored = "exclude",
+    rule: str = "",
+    positive: Sequence[str] = (),
+    classes: Sequence[str] = (),
+) -> BinaryAxisReport | MulticlassAxisReport | GradedAxisReport:
     missing: list[str] = []
-    unscored: list[str] = []
+    unscored_ids: list[str] = []
     units: Units = {}
+    outcome: dict[str, str | None] = {}
     human_vals: list[str | float] = []
     judge_vals: list[str | float] = []
+    n_from_score = 0
     for ref in refs:
         recs = records.get(ref.trajectory_id)
         if not recs:
@@ -209,22 +314,35 @@ def _single_order_section(
             continue
         agg = aggregate(recs, kind, threshold)
         units[(ref.trajectory_id, "")] = (recs, agg)
+        n_from_score += sum(1 for r in recs if r.scored and r.verdict is None and kind != "graded")
+        outcome[ref.trajectory_id] = None if agg.value is None else str(agg.value)
         if agg.value is None:
-            unscored.append(ref.trajectory_id)
-            continue
+            unscored_ids.append(ref.trajectory_id)
+            if unscored == "exclude":
+                continue
         human_vals.append(ref.value)
-        judge_vals.append(agg.value)
+        judge_vals.append(wrong_value(ref, threshold) if agg.value is None else agg.value)
     coverage = coverage_fields(
-        axis, refs, tied, missing, unscored, len(unscored), labels, kind, threshold, units
+        axis, refs, tied, missing, unscored_ids, len(unscored_ids), labels, kind, threshold, units, rule
     )
     rng = rng_for(seed, axis, kind)
     n = len(human_vals)
-    if kind == "binary":
+    if kind in ("binary", "multiclass"):
         human = np.array([v == "pass" for v in human_vals], dtype=bool)
         judge = np.array([v == "pass" for v in judge_vals], dtype=bool)
         stat = _binary_stat_fn(human, judge)
         stats = _binary_stats(human, judge, point(stat, n), bootstrap(n, stat, n_boot=n_boot, rng=rng))
-        return BinaryAxisReport(**coverage, **stats.model_dump())
+        if kind == "binary":
+            return BinaryAxisReport(**coverage, **stats.model_dump(), n_from_score=n_from_score)
+        return MulticlassAxisReport(
+            **coverage,
+            **stats.model_dump(),
+            positive_classes=list(positive),
+            negative_classes=[c for c in classes if c not in positive],
+            class_confusion=_class_confusion(refs, outcome, positive, classes),
+            inter_annotator_pass_fail=inter_annotator(labels, kind, threshold, positive),
+            n_from_score=n_from_score,
+        )
     x = np.array(human_vals, dtype=float)
     y = np.array(judge_vals, dtype=float)
     binary = _binary_stat_fn(x >= threshold, y >= threshold, prefix="bin_")
@@ -251,7 +369,8 @@ def _check_verdicts(verdicts: Sequence[JudgeVerdictRecord]) -> str | None:
     judges = sorted({v.judge or "" for v in verdicts})
     if len(judges) > 1:
         shown = ", ".join(repr(j) if j else "(unnamed)" for j in judges)
-        raise InputError(f"verdicts from several judges ({shown}): calibrate one judge at a time, filter by `judge`")
+        raise InputError(f"verdicts from several judges ({shown}): agreement() takes one judge at a time; "
+                         "agreement_by_judge() (and `judgekit agreement`) reports each of them")
     seen: set[tuple[str, str, str, str, int]] = set()
     for v in verdicts:
         key = verdict_key(v)
@@ -264,6 +383,13 @@ def _check_verdicts(verdicts: Sequence[JudgeVerdictRecord]) -> str | None:
     return (judges[0] or None) if judges else None
 
 
+def _check_options(n_boot: int, unscored: str) -> None:
+    if n_boot < 0:
+        raise InputError("n_boot must be >= 0")
+    if unscored not in UNSCORED_RULES:
+        raise InputError(f"unknown rule for unscored verdicts {unscored!r}; use one of {', '.join(UNSCORED_RULES)}")
+
+
 def agreement(
     labels: Iterable[Label],
     verdicts: Iterable[JudgeVerdictRecord],
@@ -272,16 +398,20 @@ def agreement(
     n_boot: int = 2000,
     threshold: float = 0.5,
     references: References | None = None,
+    positive: Collection[str] | None = None,
+    pool: Pool = "majority",
+    unscored: Unscored = "exclude",
 ) -> AgreementReport:
     """Judge-vs-human agreement per (axis, item kind); see the module docstring for the rules.
 
-    ``references``: the labels' reference values, when the caller has them already."""
-    if n_boot < 0:
-        raise InputError("n_boot must be >= 0")
+    ``references``: the labels' reference values, when the caller has them already (then
+    ``positive`` and ``pool`` are theirs). ``positive``: multiclass classes that count as pass.
+    ``pool``: how several labelers make one reference. ``unscored``: "exclude" or "wrong"."""
+    _check_options(n_boot, unscored)
     labels = list(labels)
     verdicts = list(verdicts)
     judge = _check_verdicts(verdicts)
-    refs = references if references is not None else reference_labels(labels)
+    refs = references if references is not None else reference_labels(labels, positive=positive, pool=pool)
 
     by_item: dict[tuple[str, str], list[JudgeVerdictRecord]] = defaultdict(list)
     for v in verdicts:
@@ -297,21 +427,72 @@ def agreement(
     for lab in labels:
         labels_by_section[(lab.axis, lab.kind)].append(lab)
 
-    out: list[BinaryAxisReport | GradedAxisReport | PairwiseAxisReport] = []
+    out: list[SectionReport] = []
     for axis, kind in sorted(sections, key=lambda k: (AXES.index(k[0]), _KIND_ORDER[k[1]])):
         section_refs = sorted(sections[(axis, kind)], key=lambda r: r.trajectory_id)
         tied = refs.tied.get((axis, kind), [])
         records = {r.trajectory_id: by_item.get((r.trajectory_id, axis), []) for r in section_refs}
-        build = pairwise_report if kind == "pairwise" else partial(_single_order_section, kind=kind)
         section_labels = labels_by_section[(axis, kind)]
-        options = {"seed": seed, "n_boot": n_boot, "threshold": threshold}
+        n_labelers = max(Counter(lab.trajectory_id for lab in section_labels).values(), default=0)
+        options = {
+            "seed": seed, "n_boot": n_boot, "threshold": threshold, "unscored": unscored,
+            "rule": reference_rule(kind, refs.pool, n_labelers, refs.positive),
+        }
+        if kind == "pairwise":
+            build = pairwise_report
+        else:
+            build = partial(_single_order_section, kind=kind)
+            if kind == "multiclass":
+                options |= {"positive": refs.positive, "classes": refs.classes.get(axis, [])}
         out.append(build(axis, section_refs, tied, records, section_labels, **options))
     return AgreementReport(
         judge=judge,
         seed=seed,
         n_boot=n_boot,
         threshold=threshold,
+        pool=refs.pool,
+        unscored=unscored,
+        positive_classes=list(refs.positive),
         axes=out,
         n_unmatched_verdicts=sum(len(by_item[k]) for k in by_item if k not in refs.kinds),
         unmatched_verdict_ids=unmatched,
     )
+
+
+def split_by_judge(verdicts: Iterable[JudgeVerdictRecord]) -> dict[str | None, list[JudgeVerdictRecord]]:
+    """The verdicts of each judge (None: records without ``judge``), judges sorted by name."""
+    by_judge: dict[str | None, list[JudgeVerdictRecord]] = defaultdict(list)
+    for v in verdicts:
+        by_judge[v.judge or None].append(v)
+    return dict(sorted(by_judge.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+
+
+def agreement_by_judge(
+    labels: Iterable[Label],
+    verdicts: Iterable[JudgeVerdictRecord],
+    *,
+    judges: Collection[str] | None = None,
+    seed: int = 0,
+    n_boot: int = 2000,
+    threshold: float = 0.5,
+    positive: Collection[str] | None = None,
+    pool: Pool = "majority",
+    unscored: Unscored = "exclude",
+) -> list[AgreementReport]:
+    """One report per judge of ``verdicts`` (sorted by judge name; ``judges``: only these), all
+    on the same references. The bootstrap generator depends on the seed and section only, so
+    the judges are resampled alike (paired) wherever they have the same items in the maths."""
+    _check_options(n_boot, unscored)
+    labels = list(labels)
+    refs = reference_labels(labels, positive=positive, pool=pool)
+    by_judge = split_by_judge(verdicts)
+    if judges is not None:
+        unknown = sorted(set(judges) - {j for j in by_judge if j is not None})
+        if unknown:
+            known = ", ".join(repr(j) if j else "(unnamed)" for j in by_judge) or "none"
+            raise InputError(f"no verdicts from judge {unknown[0]!r} (judges in the verdicts: {known})")
+        by_judge = {j: v for j, v in by_judge.items() if j in judges}
+    if not by_judge:  # no verdicts at all: one report, every labelled item missing
+        by_judge = {None: []}
+    options = {"seed": seed, "n_boot": n_boot, "threshold": threshold, "unscored": unscored}
+    return [agreement(labels, records, references=refs, **options) for records in by_judge.values()]

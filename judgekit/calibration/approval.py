@@ -5,26 +5,50 @@ makes a judge this judge: model pin, endpoint (the server it answers from: anoth
 claiming the same model name is another judge), parameters, rubric id@version and content
 hash, prompt template hash. Change any of them and the approval no longer applies: the axis is advisory
 until someone calibrates again.
+
+The rule (format 2): a judge is approved on an axis when confidence bounds, not point
+estimates, clear the thresholds (``Thresholds``; bounds from ``judgekit.calibration.bounds``):
+
+- every axis: at least ``min_items`` labelled items with a verdict, and the lower bound of
+  kappa at least ``min_kappa`` (graded axes: kappa on scores binarised at the threshold);
+- binary axes: the lower bounds of TPR and TNR at least ``min_tpr`` and ``min_tnr``;
+- graded axes: the lower bound of Spearman's correlation at least ``min_spearman`` and the
+  upper bound of the mean absolute error at most ``max_mae``.
+
+Each axis says in ``statement`` what it certifies and on which labels. Format 1 records
+(approved when the point estimate of kappa reached ``min_kappa``) are read through the numbered
+migration ``MIGRATIONS[1]``: what they stored (the (human, judge) pairs) is re-measured with
+today's bounds, and an approval that does not clear today's rule does not gate: the gate shows
+the axis as advisory and says which bound falls short (``ApprovalRecord.gates``).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit._files import write_text_atomically
-from judgekit._io import load_json_model, sha256_json
+from judgekit._io import MAX_DOCUMENT_BYTES, describe_validation_error, read_json, sha256_json
 from judgekit.calibration._bootstrap import Metric
+from judgekit.errors import InputError
 from judgekit.suite import ApprovalThresholds
 from judgekit.verdict import Provenance
 
-APPROVAL_FORMAT_VERSION = 1
+APPROVAL_FORMAT_VERSION = 2
 
 
-Thresholds = ApprovalThresholds
+class Thresholds(ApprovalThresholds):
+    """What a judge must reach, per axis, before it may gate: bounds, not point estimates (the
+    suite's ``approval`` block, ``judgekit.suite.ApprovalThresholds``)."""
+
+    @classmethod
+    def of(cls, thresholds: ApprovalThresholds) -> Thresholds:
+        """The suite's thresholds, with today's defaults for what the suite does not set."""
+        return thresholds if isinstance(thresholds, cls) else cls.model_validate(thresholds.model_dump())
 
 
 class JudgeIdentity(BaseModel):
@@ -53,6 +77,19 @@ class JudgeIdentity(BaseModel):
         )
 
 
+class LabelSample(BaseModel):
+    """The human labels an axis's decision rests on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_items: int = Field(description="Labelled items in the maths (with a scored verdict).")
+    n_labels: int = Field(description="Labels on those items (several labellers: several per item).")
+    n_labelers: int = Field(description="Distinct labellers among those labels.")
+    first_labeled_at: datetime | None = Field(None, description="Earliest labeled_at; null when none is dated.")
+    last_labeled_at: datetime | None = Field(None, description="Latest labeled_at; null when none is dated.")
+    n_undated: int = Field(0, description="Labels without a labeled_at.")
+
+
 class AxisApproval(BaseModel):
     """The decision for one axis, with the figures it rests on."""
 
@@ -65,13 +102,26 @@ class AxisApproval(BaseModel):
     accuracy: Metric
     tpr: Metric | None = None
     tnr: Metric | None = None
+    spearman: Metric | None = Field(None, description="Graded axes: Spearman correlation, judge vs human scores.")
+    mae: Metric | None = Field(None, description="Graded axes: mean absolute error, judge vs human scores.")
     mean_human: float | None = Field(None, description="Mean human label (pass = 1) on this sample.")
     mean_judge: float | None = Field(None, description="Mean judge verdict (pass = 1) on this sample.")
     pairs: list[tuple[bool, bool]] = Field(
         default_factory=list, description="(human pass, judge pass) per item: the corrected pass rate resamples them."
     )
+    n_pass: int | None = Field(None, description="Items the humans labelled pass (graded: score >= threshold).")
+    n_fail: int | None = Field(None, description="Items the humans labelled fail.")
+    confidence: float | None = Field(None, description="One-sided level of the bounds below.")
+    kappa_lower: float | None = Field(None, description="Lower confidence bound of kappa.")
+    tpr_lower: float | None = Field(None, description="Binary axes: lower confidence bound of the TPR.")
+    tnr_lower: float | None = Field(None, description="Binary axes: lower confidence bound of the TNR.")
+    spearman_lower: float | None = Field(None, description="Graded axes: lower confidence bound of Spearman.")
+    mae_upper: float | None = Field(None, description="Graded axes: upper confidence bound of the MAE.")
+    methods: dict[str, str] = Field(default_factory=dict, description="How each bound was computed, by figure.")
+    sample: LabelSample | None = Field(None, description="The labels this decision rests on.")
     decision: Literal["approved", "refused"]
     reasons: list[str] = Field(description="Why, in words.")
+    statement: str = Field("", description="What this decision certifies and on which labels, in one sentence.")
 
 
 class Drift(BaseModel):
@@ -95,7 +145,14 @@ class ApprovalRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = APPROVAL_FORMAT_VERSION
+    format_version: Literal[2] = APPROVAL_FORMAT_VERSION
+    rule: Literal["lower-bound", "point-estimate"] = Field(
+        "lower-bound",
+        description="lower-bound: decided on confidence bounds (format 2). point-estimate: a format 1 record, "
+        "decided on the point estimate of kappa and read through the migration; it gates only where its "
+        "re-measured bounds clear today's rule.",
+    )
+    migrated_from: int | None = Field(None, description="The format this record was read from, when migrated.")
     fingerprint: str
     judge: JudgeIdentity
     label_set_sha256: str = Field(description="sha256 of the labels file's bytes.")
@@ -107,15 +164,87 @@ class ApprovalRecord(BaseModel):
     judgekit_version: str
 
     def approved(self, axis: str) -> bool:
-        return axis in self.axes and self.axes[axis].decision == "approved"
+        """Whether the judge may gate ``axis`` today (a format 1 approval only if it clears today's rule)."""
+        return self.gates(axis)[0]
+
+    def gates(self, axis: str) -> tuple[bool, str | None]:
+        """Whether the judge's verdicts on ``axis`` may gate, and if not, why. A format 1
+        approval gates only when its re-measured bounds clear today's rule."""
+        if axis not in self.axes:
+            return False, f"the approval record has no decision for {axis} (no labels for it)"
+        decision = self.axes[axis]
+        if decision.decision != "approved":
+            return False, "the judge was refused: " + "; ".join(decision.reasons)
+        if self.rule == "point-estimate":
+            short = shortfalls(decision, self.thresholds, migrated=True)
+            if short:
+                return False, ("approved under the old point-estimate rule (approval format 1), but "
+                               + "; ".join(short) + ": recalibrate (`judgekit calibrate`) to certify it")
+        return True, None
 
 
 def approvals_dir(calibration_dir: Path, rubric_id: str) -> Path:
     return calibration_dir / rubric_id / "approvals"
 
 
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2. Format 1 approved on the point estimate of kappa and did not describe
+    its labels. Its (human pass, judge pass) pairs are re-measured with today's bounds: kappa,
+    TPR and TNR of a binary axis, kappa of a graded one (whose scores format 1 did not keep, so
+    its Spearman and MAE bounds stay unknown and it cannot clear today's rule). The decision is
+    kept as it was recorded; ``ApprovalRecord.gates`` weighs it against today's rule."""
+    from judgekit.calibration.bounds import RATE_METHOD, axis_bounds
+
+    data = {**data, "format_version": 2, "rule": "point-estimate", "migrated_from": 1}
+    axes = data.get("axes")
+    if not isinstance(axes, dict):
+        return data
+    migrated = {}
+    for name, axis in axes.items():
+        if not isinstance(axis, dict):
+            migrated[name] = axis
+            continue
+        axis = dict(axis)
+        pairs = axis.get("pairs") or []
+        n = axis.get("n")
+        kappa = axis.get("kappa") if isinstance(axis.get("kappa"), dict) else {}
+        if isinstance(pairs, list) and pairs and len(pairs) == n and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(v, bool) for v in p) for p in pairs):
+            human = [float(h) for h, _ in pairs]
+            judge = [float(j) for _, j in pairs]
+            bounds = axis_bounds("binary", human, judge, name=str(name))
+            axis.update(n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
+                        kappa_lower=bounds.bounds["kappa"].bound)
+            methods = {"kappa": bounds.bounds["kappa"].method + " (re-measured from format 1's pairs)"}
+            if axis.get("kind") == "binary":
+                axis.update(tpr_lower=bounds.bounds["tpr"].bound, tnr_lower=bounds.bounds["tnr"].bound)
+                methods.update(tpr=RATE_METHOD, tnr=RATE_METHOD)
+            axis["methods"] = methods
+        value = kappa.get("value")
+        shown = "undefined" if not isinstance(value, (int, float)) else f"{value:.3f}"
+        axis["statement"] = (f"{name} judge {axis.get('decision')} under the old point-estimate rule (approval "
+                             f"format 1): kappa {shown} on {n} items; which labels was not recorded")
+        migrated[name] = axis
+    data["axes"] = migrated
+    return data
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: lambda data: data}
+"""Format version -> the function that reads it as the current format."""
+
+
 def read_approval(path: Path) -> ApprovalRecord:
-    return load_json_model(path, ApprovalRecord, expected="an approval record")
+    """An approval record of any format, read as the current one (numbered migrations)."""
+    expected = "an approval record"
+    data = read_json(path, max_bytes=MAX_DOCUMENT_BYTES, expected=expected)
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if isinstance(version, bool) or version not in MIGRATIONS:
+        raise InputError(f"not {expected}: format_version {version!r} is not one of "
+                         f"{sorted(MIGRATIONS)}", path)
+    try:
+        return ApprovalRecord.model_validate(MIGRATIONS[version](data))
+    except ValidationError as exc:
+        raise InputError(f"not {expected}: {describe_validation_error(exc)}", path) from None
 
 
 def find_approval(calibration_dir: Path, rubric_id: str, fingerprint: str) -> ApprovalRecord | None:
@@ -136,17 +265,100 @@ def write_approval(calibration_dir: Path, record: ApprovalRecord) -> Path:
     return path
 
 
-def decide(axis: str, kind: str, n: int, kappa: Metric, thresholds: Thresholds) -> tuple[str, list[str]]:
-    reasons = []
-    if n < thresholds.min_items:
-        reasons.append(f"only {n} labelled item(s) with a verdict; at least {thresholds.min_items} needed")
-    if kappa.value is None:
-        reasons.append("kappa is undefined (one class only on one side)")
-    elif kappa.value < thresholds.min_kappa:
-        reasons.append(f"kappa {kappa.value:.3f} is below {thresholds.min_kappa}")
-    if reasons:
-        return "refused", reasons
-    return "approved", [f"kappa {kappa.value:.3f} >= {thresholds.min_kappa} on {n} items"]
+_BOUND_FIELDS = {"kappa": "kappa_lower", "tpr": "tpr_lower", "tnr": "tnr_lower", "spearman": "spearman_lower",
+                 "mae": "mae_upper"}
+_LABELS = {"kappa": "kappa", "tpr": "TPR", "tnr": "TNR", "spearman": "Spearman", "mae": "MAE"}
+
+
+def rule_of(kind: str, thresholds: Thresholds) -> list[tuple[str, str, float]]:
+    """(figure, ">=" or "<=", threshold) that an axis of this kind must clear with its bounds."""
+    rule = [("kappa", ">=", thresholds.min_kappa)]
+    if kind == "binary":
+        return rule + [("tpr", ">=", thresholds.min_tpr), ("tnr", ">=", thresholds.min_tnr)]
+    return rule + [("spearman", ">=", thresholds.min_spearman), ("mae", "<=", thresholds.max_mae)]
+
+
+def shortfalls(axis: AxisApproval, thresholds: Thresholds, *, migrated: bool = False) -> list[str]:
+    """What keeps ``axis`` from clearing the lower-bound rule, in words (empty: it clears).
+    ``migrated``: a format 1 record, whose missing bounds were never recorded."""
+    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    out = []
+    if axis.n < thresholds.min_items:
+        out.append(f"only {axis.n} labelled item(s) with a verdict; at least {thresholds.min_items} needed")
+    for figure, op, limit in rule_of(axis.kind, thresholds):
+        bound = getattr(axis, _BOUND_FIELDS[figure])
+        side = "lower" if op == ">=" else "upper"
+        name = _LABELS[figure]
+        if bound is None:
+            why = {"kappa": "one class only on one side", "tpr": "no human pass label",
+                   "tnr": "no human fail label", "spearman": "constant scores on one side",
+                   "mae": "no items"}[figure]
+            if migrated:
+                why = "approval format 1 did not record what it needs"
+            out.append(f"the {level} {side} bound of {name} is unknown ({why})")
+        elif op == ">=" and bound < limit:
+            out.append(f"the {level} lower bound of {name} is {bound:.3f}, below {limit}")
+        elif op == "<=" and bound > limit:
+            out.append(f"the {level} upper bound of {name} is {bound:.3f}, above {limit}")
+    return out
+
+
+def describe_sample(sample: LabelSample | None) -> str:
+    """ "24 items labelled 2026-11-30 by 1 labeller" """
+    if sample is None:
+        return "an undescribed label set"
+    first, last = sample.first_labeled_at, sample.last_labeled_at
+    if first is None or last is None:
+        when = "labelled on dates not recorded"
+    elif first.date() == last.date():
+        when = f"labelled {first.date().isoformat()}"
+    else:
+        when = f"labelled {first.date().isoformat()} to {last.date().isoformat()}"
+    if sample.n_undated and first is not None:
+        when += f" ({sample.n_undated} label(s) undated)"
+    who = f"{sample.n_labelers} labeller" + ("" if sample.n_labelers == 1 else "s")
+    return f"{sample.n_items} item(s) {when} by {who}"
+
+
+def statement_of(axis: AxisApproval, thresholds: Thresholds) -> str:
+    """One sentence: the decision, the bounds it rests on, the labels they come from."""
+    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    figures = []
+    for figure, op, _ in rule_of(axis.kind, thresholds):
+        bound = getattr(axis, _BOUND_FIELDS[figure])
+        figures.append(f"{_LABELS[figure]} {op} {'unknown' if bound is None else f'{bound:.2f}'}")
+    classes = "" if axis.n_pass is None else f" ({axis.n_pass} pass, {axis.n_fail} fail)"
+    sample = describe_sample(axis.sample)
+    if axis.sample is not None:
+        sample = sample.replace(f"{axis.sample.n_items} item(s)", f"{axis.sample.n_items} item(s){classes}", 1)
+    text = f"{axis.axis} judge {axis.decision}: {', '.join(figures)} ({level} one-sided bounds) on {sample}"
+    if axis.decision == "refused":
+        text += "; short of the rule: " + "; ".join(shortfalls(axis, thresholds))
+    return text
+
+
+def decide(axis: AxisApproval, thresholds: Thresholds) -> tuple[str, list[str]]:
+    """Approved when every bound of ``axis`` clears ``thresholds`` (``rule_of``)."""
+    short = shortfalls(axis, thresholds)
+    if short:
+        return "refused", short
+    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    cleared = [f"{_LABELS[f]} {op} {getattr(axis, _BOUND_FIELDS[f]):.3f} ({'lower' if op == '>=' else 'upper'} "
+               f"bound; needed {op} {limit})" for f, op, limit in rule_of(axis.kind, thresholds)]
+    return "approved", [f"on {axis.n} items, {level} one-sided bounds: " + ", ".join(cleared)]
+
+
+def label_sample(labels: Sequence[Any], axis: str, trajectory_ids: set[str]) -> LabelSample:
+    """The labels of ``axis`` on the items in the maths: how many, when, by how many people."""
+    chosen = [lab for lab in labels if lab.axis == axis and lab.trajectory_id in trajectory_ids]
+    dated = [when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+             for lab in chosen if (when := getattr(lab, "labeled_at", None)) is not None]
+    return LabelSample(
+        n_items=len({lab.trajectory_id for lab in chosen}), n_labels=len(chosen),
+        n_labelers=len({lab.labeler for lab in chosen}),
+        first_labeled_at=min(dated, default=None), last_labeled_at=max(dated, default=None),
+        n_undated=len(chosen) - len(dated),
+    )
 
 
 def drift_against(previous: ApprovalRecord, axis: AxisApproval, thresholds: Thresholds) -> Drift | None:

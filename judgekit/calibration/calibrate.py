@@ -18,7 +18,7 @@ from pathlib import Path
 from judgekit._time import utc_now
 from judgekit._version import __version__
 from judgekit.axes import axis_named, judged_axes
-from judgekit.calibration._aggregate import References, reference_labels
+from judgekit.calibration._aggregate import References, aggregate, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
 from judgekit.calibration.approval import (
     ApprovalRecord,
@@ -27,9 +27,12 @@ from judgekit.calibration.approval import (
     Thresholds,
     decide,
     drift_against,
+    label_sample,
     latest_approval,
+    statement_of,
     write_approval,
 )
+from judgekit.calibration.bounds import axis_bounds
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
@@ -71,18 +74,53 @@ def _section_for(report: AgreementReport, axis: str):
     return None
 
 
-def _matched(refs: References, records: list[JudgeVerdictRecord], axis: str) -> list[tuple[float, float]]:
-    """(human, judge) per labelled item with a scored first verdict; pass = 1.0, fail = 0.0."""
-    judged = {r.trajectory_id: r for r in records if r.axis == axis and r.repeat in (None, 0) and r.unscored_reason is None}
+def _matched(refs: References, records: list[JudgeVerdictRecord], axis: str, threshold: float
+             ) -> list[tuple[str, float, float]]:
+    """(trajectory id, human, judge) per labelled item with a scored verdict; pass = 1.0, fail =
+    0.0. Repeats are combined as the agreement report combines them (majority; graded: mean)."""
+    by_item: dict[str, list[JudgeVerdictRecord]] = defaultdict(list)
+    for rec in records:
+        if rec.axis == axis:
+            by_item[rec.trajectory_id].append(rec)
     matched = []
     for (tid, ref_axis), ref in sorted(refs.items.items()):
-        if ref_axis != axis or tid not in judged:
+        if ref_axis != axis or ref.kind not in ("binary", "graded") or not by_item.get(tid):
             continue
-        rec = judged[tid]
+        judged = aggregate(by_item[tid], ref.kind, threshold).value
+        if judged is None:
+            continue  # unscored: never a pass or a fail
         human = float(ref.value == "pass") if ref.kind == "binary" else float(ref.value)
-        judge = float(rec.verdict == "pass") if rec.verdict in ("pass", "fail") else float(rec.score or 0.0)
-        matched.append((human, judge))
+        judge = float(judged == "pass") if ref.kind == "binary" else float(judged)
+        matched.append((tid, human, judge))
     return matched
+
+
+def decide_axis(section, matched: list[tuple[str, float, float]], labels: Sequence[Label], thresholds: Thresholds,
+                *, threshold: float = 0.5, seed: int = 0, n_draws: int = 2000) -> AxisApproval:
+    """The decision for one axis: its bounds from the matched items, the rule, the statement."""
+    stats = section if isinstance(section, BinaryAxisReport) else section.binarised
+    human = [h for _, h, _ in matched]
+    judge = [j for _, _, j in matched]
+    bounds = axis_bounds(section.kind, human, judge, threshold=threshold, seed=seed, name=section.axis,
+                         n_draws=n_draws, confidence=thresholds.confidence)
+    graded = isinstance(section, GradedAxisReport)
+    figure = {name: bound.bound for name, bound in bounds.bounds.items()}
+    axis = AxisApproval(
+        axis=section.axis, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
+        tpr=stats.tpr, tnr=stats.tnr, spearman=section.spearman if graded else None, mae=section.mae if graded else None,
+        mean_human=sum(human) / len(human) if human else None,
+        mean_judge=sum(judge) / len(judge) if judge else None,
+        pairs=[(h >= threshold, j >= threshold) for h, j in zip(human, judge)],
+        n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
+        kappa_lower=figure.get("kappa"), tpr_lower=figure.get("tpr"), tnr_lower=figure.get("tnr"),
+        spearman_lower=figure.get("spearman"), mae_upper=figure.get("mae"),
+        methods={name: bound.method for name, bound in bounds.bounds.items()},
+        sample=label_sample(labels, section.axis, {tid for tid, _, _ in matched}),
+        decision="refused", reasons=[],
+    )
+    decision, reasons = decide(axis, thresholds)
+    axis = axis.model_copy(update={"decision": decision, "reasons": reasons})
+    return axis.model_copy(update={"statement": statement_of(axis, thresholds)})
 
 
 def calibrate(
@@ -112,22 +150,15 @@ def calibrate(
     if report is None:
         report = agreement(labels, verdict_records, seed=seed, n_boot=n_boot, threshold=threshold, references=refs)
     wanted = list(axes) if axes is not None else sorted({label.axis for label in labels})
+    thresholds = Thresholds.of(thresholds)
     decided: dict[str, AxisApproval] = {}
     for name in wanted:
         section = _section_for(report, name)
         if section is None:
             continue
-        stats = section if isinstance(section, BinaryAxisReport) else section.binarised
-        decision, reasons = decide(name, section.kind, stats.n, stats.kappa, thresholds)
-        matched = _matched(refs, list(verdict_records), name)
-        decided[name] = AxisApproval(
-            axis=name, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
-            tpr=stats.tpr, tnr=stats.tnr,
-            mean_human=sum(h for h, _ in matched) / len(matched) if matched else None,
-            mean_judge=sum(j for _, j in matched) / len(matched) if matched else None,
-            pairs=[(human >= threshold, judge >= threshold) for human, judge in matched],
-            decision=decision, reasons=reasons,
-        )
+        matched = _matched(refs, list(verdict_records), name, threshold)
+        decided[name] = decide_axis(section, matched, labels, thresholds, threshold=threshold, seed=seed,
+                                    n_draws=n_boot)
     record = ApprovalRecord(
         fingerprint=identity.fingerprint, judge=identity, label_set_sha256=label_set_sha256,
         labels_file=labels_file, thresholds=thresholds, axes=decided, decided_at=utc_now(),

@@ -8,20 +8,28 @@ File: ``calibration/<rubric-id>/labels.jsonl``, JSON Lines, one object per
     {"format_version": 1, "trajectory_id": "t-0007", "axis": "faithfulness",
      "score": 0.75, "labeler": "alice", "labeled_at": "2025-03-02T10:01:00Z"}
     {"format_version": 1, "trajectory_id": "llmbar-natural-0001", "axis": "task_success",
-     "label": "A", "labeler": "llmbar-human", "labeled_at": "2023-10-11T00:00:00Z"}
+     "label": "A", "labeler": "llmbar-human"}
+    {"format_version": 1, "trajectory_id": "fb-0042", "axis": "faithfulness",
+     "category": "questionable", "labeler": "annotator-3"}
 
 The kind of an item follows from what is filled in, and ``item_kind`` (optional) must agree:
 
-============  ====================  =========
-item_kind     label                 score
-============  ====================  =========
-``binary``    ``"pass"``/``"fail"``  absent
-``graded``    absent                in [0, 1]
-``pairwise``  ``"A"``/``"B"``        absent
-============  ====================  =========
+==============  ====================  =========  ==============
+item_kind       label                 score      category
+==============  ====================  =========  ==============
+``binary``      ``"pass"``/``"fail"``  absent     absent
+``graded``      absent                in [0, 1]  absent
+``pairwise``    ``"A"``/``"B"``        absent     absent
+``multiclass``  absent                absent     a class name
+==============  ====================  =========  ==============
 
 For a pairwise item ``A`` and ``B`` name the two answers in their original order (A first);
-the label says which one the person preferred.
+the label says which one the person preferred. A multiclass item carries a class of the
+source's own scheme (e.g. ``benign`` / ``questionable`` / ``unwanted``); which classes count as
+pass is said when agreement is computed (``judgekit agreement --positive CLASS``), never guessed.
+
+``labeled_at`` is optional: label sets brought from elsewhere often have no dates. The labelling
+session (``judgekit label``) always writes it.
 
 Several labelers may label the same item; the same (trajectory_id, axis, labeler) twice in a
 file is an error naming both lines, and so are two labelers giving one item different kinds.
@@ -40,7 +48,7 @@ from judgekit.errors import InputError
 from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
 
 
-ItemKind = Literal["binary", "graded", "pairwise"]
+ItemKind = Literal["binary", "graded", "pairwise", "multiclass"]
 BinaryChoice = Literal["pass", "fail"]
 PairwiseChoice = Literal["A", "B"]
 
@@ -66,26 +74,39 @@ class Label(BaseModel):
         default=None, ge=0.0, le=1.0, description="Score in [0, 1] for a graded item; absent otherwise."
     )
     labeler: str = Field(min_length=1, description="Who gave the label (a person or a named panel).")
-    labeled_at: datetime = Field(description="When the label was given (ISO 8601).")
+    category: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="A class name for a multiclass item (the source's own scheme, e.g. "
+        '"benign"); absent otherwise. Mapped to pass/fail when agreement is computed.',
+    )
+    labeled_at: datetime | None = Field(
+        default=None, description="When the label was given (ISO 8601); optional (imported sets may have no dates)."
+    )
     note: str | None = Field(default=None, description="Free text: why this label, doubts, context.")
     item_kind: ItemKind | None = Field(
         default=None,
-        description="binary, graded or pairwise. Optional: it follows from label/score and, when "
+        description="binary, graded, pairwise or multiclass. Optional: it follows from "
+        "label/score/category and, when "
         "given, must agree with them. Always filled in after loading.",
     )
 
     @model_validator(mode="after")
     def _kind_matches_fields(self) -> Label:
-        if self.score is not None and self.label is not None:
-            raise ValueError("give either label (binary/pairwise) or score (graded), not both")
-        if self.score is not None:
-            kind: ItemKind = "graded"
+        given = [name for name in ("label", "score", "category") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of label (binary/pairwise), score (graded) or category (multiclass), not {' and '.join(given)}")
+        if self.category is not None:
+            kind: ItemKind = "multiclass"
+        elif self.score is not None:
+            kind = "graded"
         elif self.label in ("pass", "fail"):
             kind = "binary"
         elif self.label in ("A", "B"):
             kind = "pairwise"
         else:
-            raise ValueError('give a label ("pass"/"fail" or "A"/"B") or a score in [0, 1]')
+            raise ValueError('give a label ("pass"/"fail" or "A"/"B"), a score in [0, 1] or a category')
         if self.item_kind is not None and self.item_kind != kind:
             raise ValueError(f"item_kind is {self.item_kind!r} but the label/score make it {kind!r}")
         self.item_kind = kind

@@ -10,6 +10,10 @@ Figures (each with a seeded bootstrap interval over items unless said otherwise)
   order, ``n_unscored``, ``n_correct`` (choice = human), ``accuracy`` = n_correct over scored
   verdicts, ``accuracy_strict`` = n_correct / n (an unscored verdict counts as not correct, as
   in LLMBar's tables), and Cohen's kappa judge vs human (``kappa_vs_human``, scored only).
+
+With ``unscored="wrong"`` an unscored verdict counts as choosing the answer the human did not
+prefer, in every figure below (then ``accuracy`` equals ``accuracy_strict``); ``n_unscored``
+and ``n_both_unscored`` still count them. The default, "exclude", is what the list describes.
 - ``accuracy_average``, ``kappa_vs_human_average``: mean over the orders present.
 - ``correct_both``: share of items judged in both orders that are right in both (an unscored
   order is not right); counts in ``n_correct_both`` / ``n_both``.
@@ -92,9 +96,11 @@ def pairwise_report(
     seed: int,
     n_boot: int,
     threshold: float,
+    unscored: Literal["exclude", "wrong"] = "exclude",
+    rule: str = "",
 ) -> PairwiseAxisReport:
     missing: list[str] = []
-    unscored: list[str] = []
+    unscored_ids: list[str] = []
     units: Units = {}
     human_list: list[int] = []
     code_lists: dict[Order, list[int]] = {o: [] for o in ORDERS}
@@ -112,11 +118,14 @@ def pairwise_report(
             if agg is not None:
                 units[(ref.trajectory_id, order)] = (per_order[order], agg)
                 if agg.value is None:
-                    unscored.append(ref.trajectory_id)
+                    unscored_ids.append(ref.trajectory_id)
             code_lists[order].append(_code(agg))
 
     human = np.array(human_list, dtype=int)
-    codes = {o: np.array(code_lists[o], dtype=int) for o in ORDERS}
+    given = {o: np.array(code_lists[o], dtype=int) for o in ORDERS}  # as the judge answered
+    codes = dict(given)  # as the maths sees it
+    if unscored == "wrong":  # an unscored verdict picks the answer the human did not prefer
+        codes = {o: np.where(c == _UNSCORED, 1 - human, c) for o, c in given.items()}
     present = [o for o in ORDERS if (codes[o] != _MISSING).any()]
     n = len(human)
 
@@ -153,7 +162,7 @@ def pairwise_report(
         n_correct = int((c == human).sum())
         orders[o] = PairwiseOrderStats(
             n=int(has.sum()),
-            n_unscored=int((c == _UNSCORED).sum()),
+            n_unscored=int((given[o] == _UNSCORED).sum()),
             n_correct=n_correct,
             accuracy=metric(pt(f"{o}.accuracy"), boots.get(f"{o}.accuracy")),
             accuracy_strict=n_correct / int(has.sum()) if has.any() else None,
@@ -166,8 +175,8 @@ def pairwise_report(
     kappas = [s.kappa_vs_human.value for s in orders.values()]
     kappa_average = float(np.mean(kappas)) if kappas and None not in kappas else None
     coverage = coverage_fields(
-        axis, refs, tied, missing, unscored, len([u for u in units.values() if u[1].value is None]),
-        labels, "pairwise", threshold, units,
+        axis, refs, tied, missing, unscored_ids, len([u for u in units.values() if u[1].value is None]),
+        labels, "pairwise", threshold, units, rule,
     )
     return PairwiseAxisReport(
         **coverage,
@@ -180,7 +189,7 @@ def pairwise_report(
         correct_both=metric(pt("correct_both"), boots.get("correct_both")),
         n_both_scored=int(both_scored.sum()),
         n_consistent=int((both_scored & (co == cs)).sum()),
-        n_both_unscored=int(((co == _UNSCORED) & (cs == _UNSCORED)).sum()),
+        n_both_unscored=int(((given["original"] == _UNSCORED) & (given["swapped"] == _UNSCORED)).sum()),
         order_consistency=metric(pt("order_consistency"), boots.get("order_consistency")),
         kappa_between_orders=metric(
             cohen_kappa(co[both_scored], cs[both_scored]), boots.get("kappa_between_orders")

@@ -14,7 +14,10 @@ elsewhere::
 
 What must be filled in depends on the item (its kind comes from the labels):
 
-- binary item: ``verdict`` "pass"/"fail" (``score`` optional, kept as the judge's confidence);
+- binary or multiclass item: ``verdict`` "pass"/"fail" (``score`` optional, kept as the judge's
+  confidence); or ``score`` alone, from a score-only detector: it is made pass/fail at the
+  threshold of the agreement (pass when score >= threshold; ``judgekit agreement --threshold``)
+  and counted in the report (``n_from_score``);
 - graded item: ``score`` in [0, 1] (``verdict`` optional);
 - pairwise item: ``verdict`` "A"/"B" naming the preferred answer by its ORIGINAL label (A is
   the answer shown first in the original order), whatever order the judge saw; ``order`` says
@@ -25,6 +28,10 @@ What must be filled in depends on the item (its kind comes from the labels):
 ``repeat`` numbers repeated runs of the same judge on the same item (for flip-rate analysis);
 absent means repeat 0. The same (trajectory_id, axis, judge, order, repeat) twice in a file is an
 error naming both lines.
+
+One file may hold the verdicts of several judges (detectors), told apart by ``judge``; records
+without ``judge`` belong to one unnamed judge. ``judgekit agreement`` reports every judge of the
+file side by side; ``agreement()`` (and calibration) take one judge at a time.
 """
 
 from __future__ import annotations
@@ -58,9 +65,16 @@ class JudgeVerdictRecord(BaseModel):
         "answer by its original label); null when unscored; optional for a graded item.",
     )
     score: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Score in [0, 1]; required for a graded item."
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Score in [0, 1]; required for a graded item. On a binary item without "
+        "verdict, the detector's score, made pass/fail at the agreement's threshold.",
     )
-    judge: str | None = Field(default=None, description="Judge name or model pin that gave the verdict.")
+    judge: str | None = Field(
+        default=None,
+        description="Judge name or model pin that gave the verdict; a file may hold several judges.",
+    )
     order: Order | None = Field(
         default=None,
         description='Pairwise only: the answer order the judge saw, "original" (A first) or '

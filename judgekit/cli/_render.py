@@ -157,25 +157,59 @@ def print_agreement(report) -> None:
         say(head + (f" ({', '.join(extras)})" if extras else ""))
         if section.kind == "pairwise":
             for order, stats in section.orders.items():
-                say(f"  order {order}: accuracy {_m(stats.accuracy)} ({stats.n_correct}/{stats.n}), kappa vs human {_m(stats.kappa_vs_human)}")
+                say(f"  order {order}: accuracy {_m(stats.accuracy)} ({_pairwise_fraction(report, stats)}), "
+                    f"kappa vs human {_m(stats.kappa_vs_human)}")
             say(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
             say(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
             say(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
             say(f"  kappa between orders {_m(section.kappa_between_orders)}")
         else:
-            stats = section if section.kind == "binary" else section.binarised
+            stats = section.binarised if section.kind == "graded" else section
             if section.kind == "graded":
                 say(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
+            if section.kind == "multiclass":
+                say(f"  pass = {one_line(', '.join(section.positive_classes))}; "
+                    f"fail = {one_line(', '.join(section.negative_classes))}")
             c = stats.confusion
             say(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
             say(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
+            say(f"  balanced accuracy {_m(stats.balanced_accuracy)}, macro F1 {_m(stats.f1_macro)}")
             say(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
-        if section.inter_annotator is not None:
-            ia = section.inter_annotator
-            say(f"  inter-annotator ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {ia.kappa}")
+            if section.kind == "multiclass":
+                for row in section.class_confusion:
+                    say(f"    human {one_line(row.category)} ({'pass' if row.positive else 'fail'}): judge pass "
+                        f"{row.judge_pass}, fail {row.judge_fail}" + (f", unscored {row.unscored}" if row.unscored else ""))
+            if getattr(section, "n_from_score", 0):
+                say(f"  {section.n_from_score} verdict(s) gave only a score: pass when score >= {report.threshold}")
+        if getattr(section, "reference_rule", "") and section.inter_annotator is not None:
+            say(f"  reference: {one_line(section.reference_rule)}")
+        for ia in (section.inter_annotator, getattr(section, "inter_annotator_pass_fail", None)):
+            if ia is not None:
+                say(f"  {inter_annotator_line(ia)}")
         if section.repeats is not None:
             r = section.repeats
             say(f"  repeats: flip rate {r.flip_rate} ({r.n_unstable}/{r.n_repeated}); unstable: {one_line(', '.join(r.unstable_ids)) or 'none'}")
+
+
+def _pairwise_fraction(report, stats) -> str:
+    """The counts behind one order's accuracy: over scored verdicts unless unscored count as wrong."""
+    if getattr(report, "unscored", "exclude") == "wrong" or not stats.n_unscored:
+        shown = f"{stats.n_correct}/{stats.n}"
+        return shown + (f", {stats.n_unscored} unscored counted wrong" if stats.n_unscored else "")
+    return f"{stats.n_correct}/{stats.n - stats.n_unscored} scored; {stats.n_unscored} unscored left out"
+
+
+def _f(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def inter_annotator_line(ia) -> str:
+    """Agreement among labelers, in one line."""
+    on = {"labels": "", "pass/fail": " on pass/fail", "classes": " on the classes"}[getattr(ia, "on", "labels")]
+    line = f"inter-annotator{on} ({ia.method}, {len(ia.labelers)} labelers, {ia.n_items} items): kappa {_f(ia.kappa)}"
+    if getattr(ia, "n_items_alpha", 0):
+        line += f"; Krippendorff's alpha {_f(ia.alpha)} on {ia.n_items_alpha} items with 2+ labels"
+    return line
 
 
 def print_gate(report, *, err: bool = False) -> None:
@@ -191,6 +225,8 @@ def print_gate(report, *, err: bool = False) -> None:
             + (f", {axis.unscored} unscored" if axis.unscored else ""), err=err)
         for reason in axis.reasons:
             say(f"  - {one_line(reason)}", err=err)
+        for statement in getattr(axis, "approvals", []):
+            say(f"  certified: {one_line(statement)}", err=err)
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
             say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}", err=err)

@@ -19,7 +19,17 @@ def _is_report(data) -> bool:
 
 @click.command()
 @click.argument("suite", type=click.Path(path_type=Path))
-@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="labels.jsonl")
+@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), help="labels.jsonl (required unless --plan).")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Judge nothing: say how many pass and fail items to label for the bounds to clear the suite's thresholds.")
+@click.option("--expect-tpr", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="With --plan: the judge's expected TPR.")
+@click.option("--expect-tnr", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="With --plan: the judge's expected TNR.")
+@click.option("--prevalence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="With --plan: the share of human pass among the items to label (default 0.5, or the pilot's).")
+@click.option("--power", type=click.FloatRange(0.5, 1, max_open=True), default=0.8, show_default=True,
+              help="With --plan: the chance that every bound clears with the planned sample.")
+@click.option("--pilot", nargs=2, type=click.Path(dir_okay=False, path_type=Path), metavar="LABELS VERDICTS",
+              help="With --plan: estimate the agreement from a pilot labels file and a verdicts file instead.")
 @click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True, help="Ask each question K times (flip rate).")
 @click.option("--compare", is_flag=True, help="Also print mean human vs mean judge score on the sample.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
@@ -30,12 +40,23 @@ def _is_report(data) -> bool:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the agreement report(s) as JSON.")
 @handle_errors
-def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model, judge_api_base, judge_api_key_env, cache_dir, out) -> None:
+def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence, power, pilot, repeats, compare, seed,
+              threshold, judge_model, judge_api_base, judge_api_key_env, cache_dir, out) -> None:
     """Measure the suite's judge against human labels and record whether it may gate.
 
-    Writes calibration/<rubric-id>/approvals/<fingerprint>.json. Exit 0 when every judged axis
-    is approved, 1 when one is refused or drifted.
+    Writes calibration/<rubric-id>/approvals/<fingerprint>.json. A judge is approved on an axis
+    when the 95% one-sided bounds clear the suite's thresholds: kappa's lower bound, and TPR's
+    and TNR's (binary axes) or Spearman's lower bound and the MAE's upper bound (graded axes).
+    Exit 0 when every judged axis is approved, 1 when one is refused or drifted.
+
+    With --plan: how many pass and fail items to label so that the bounds clear with
+    probability --power, from --expect-tpr/--expect-tnr/--prevalence or a --pilot.
     """
+    if plan_only:
+        _plan(suite, expect_tpr, expect_tnr, prevalence, power, pilot, seed, threshold)
+        return
+    if labels_path is None:
+        raise click.UsageError("--labels is required (or --plan to plan a label set)")
     from judgekit.calibration.calibrate import calibrate_suite
     from judgekit.cli._render import progress_factory
     from judgekit.runtime import init
@@ -65,6 +86,7 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
         for axis, decision in record.axes.items():
             ok &= decision.decision == "approved"
             say(f"  {axis}: {decision.decision.upper()}: {one_line('; '.join(decision.reasons))}")
+            say(f"  {axis}: {one_line(decision.statement)}")
             if compare:
                 say(f"  {axis}: mean human {decision.mean_human}, mean judge {decision.mean_judge} on {decision.n} items")
         for drift in record.drift:
@@ -85,26 +107,79 @@ def calibrate(suite, labels_path, repeats, compare, seed, threshold, judge_model
         sys.exit(EXIT_GATE_FAILED)
 
 
+def _plan(suite, tpr, tnr, prevalence, power, pilot, seed, threshold) -> None:
+    """calibrate --plan: the sample each kind of axis needs under the suite's thresholds."""
+    from judgekit.calibration.approval import Thresholds
+    from judgekit.calibration.planning import DEFAULT_PREVALENCE, plan_binary, plan_pilot
+    from judgekit.suite import load_suite
+
+    thresholds = Thresholds.of(load_suite(suite).suite.approval)
+    say(f"thresholds: kappa >= {thresholds.min_kappa}, TPR >= {thresholds.min_tpr}, TNR >= {thresholds.min_tnr} "
+        f"(binary), Spearman >= {thresholds.min_spearman}, MAE <= {thresholds.max_mae} (graded), as "
+        f"{round(100 * thresholds.confidence)}% one-sided bounds, on at least {thresholds.min_items} items")
+    if pilot:
+        from judgekit.calibration import load_labels, load_verdicts
+
+        plans = plan_pilot(thresholds, load_labels(pilot[0]), load_verdicts(pilot[1]), threshold=threshold,
+                           prevalence=prevalence, power=power, seed=seed)
+        if not plans:
+            raise click.UsageError("the pilot has no labelled item with a scored verdict")
+        for axis, plan in plans.items():
+            say(f"{one_line(axis)}: {one_line(plan.describe())}")
+            for note in plan.notes:
+                say(f"  note: {one_line(note)}")
+        return
+    plan = plan_binary(thresholds, tpr=tpr, tnr=tnr, prevalence=DEFAULT_PREVALENCE if prevalence is None else prevalence,
+                       power=power, seed=seed)
+    say(plan.describe())
+    say("graded axes: the same kappa part, plus Spearman and MAE, which need a pilot: --pilot LABELS VERDICTS")
+
+
 @click.command()
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Judge verdicts, JSON Lines (`judgekit schema verdicts`).")
+              help="Judge verdicts, JSON Lines (`judgekit schema verdicts`); may hold several judges.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--n-boot", type=click.IntRange(0, 100_000), default=2000, show_default=True,
               help="Bootstrap resamples for the 95% intervals, 0 to 100000 (0: no intervals).")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="The full report as JSON.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Graded scores, and the scores of verdicts without pass/fail (score-only detectors), "
+              "count as pass when >= this.")
+@click.option("--positive", "positive", multiple=True, metavar="CLASS",
+              help="Multiclass labels: a class that counts as pass (repeatable); every other class counts as fail.")
+@click.option("--pool", type=click.Choice(["majority", "any", "all"]), default="majority", show_default=True,
+              help="Several labelers per item: the reference is the majority (ties left out and listed), "
+              "pass when any labeler says pass, or pass only when all do.")
+@click.option("--unscored", "unscored", type=click.Choice(["exclude", "wrong"]), default="exclude", show_default=True,
+              help="Unscored verdicts: left out of the maths, or counted as wrong answers (counted either way).")
+@click.option("--judge", "judges", multiple=True, metavar="NAME",
+              help="Only this judge of the verdicts file (repeatable; default: every judge).")
+@click.option("--json", "as_json", is_flag=True, help="The full report as JSON: one report per judge, one per line.")
 @handle_errors
-def agreement(labels_path, verdicts_path, seed, n_boot, threshold, as_json) -> None:
-    """Agreement of judge verdicts produced elsewhere with human labels."""
-    from judgekit.calibration import agreement as compute, load_labels, load_verdicts
+def agreement(labels_path, verdicts_path, seed, n_boot, threshold, positive, pool, unscored, judges, as_json) -> None:
+    """Agreement of judge verdicts produced elsewhere with human labels.
 
-    report = compute(load_labels(labels_path), load_verdicts(verdicts_path), seed=seed, n_boot=n_boot, threshold=threshold)
+    Each judge of the verdicts file is reported; several judges appear side by side in one
+    table per axis (the details of each: --json, or --judge NAME)."""
+    from judgekit.calibration import load_labels, load_verdicts
+    from judgekit.calibration.agreement import agreement_by_judge
+
+    reports = agreement_by_judge(
+        load_labels(labels_path), load_verdicts(verdicts_path), judges=judges or None, seed=seed, n_boot=n_boot,
+        threshold=threshold, positive=positive or None, pool=pool, unscored=unscored,
+    )
     if as_json:
-        say_json(report.model_dump_json(indent=2))
-    else:
+        for report in reports:
+            say_json(report.model_dump_json())
+    elif len(reports) == 1:
+        report = reports[0]
         say(f"judge: {one_line(str(report.judge))}")
+        say(f"unscored verdicts: {'left out of the maths (counted)' if unscored == 'exclude' else 'counted as wrong answers'}")
         print_agreement(report)
+    else:
+        from judgekit.cli._render_agreement import print_agreement_table
+
+        print_agreement_table(reports)
 
 
 @click.command("gate")

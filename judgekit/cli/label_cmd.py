@@ -12,7 +12,9 @@ from judgekit.cli._out import one_line
 
 @click.command()
 @click.argument("suite", type=click.Path(path_type=Path))
-@click.option("--sample", "n", type=click.IntRange(1), required=True, help="How many trajectories to label.")
+@click.option("--sample", "n", type=click.IntRange(1), default=None,
+              help="How many trajectories to label. Default: the plan of `judgekit calibrate --plan` for the "
+              "suite's thresholds (a judge with TPR and TNR 0.9, half pass, power 0.8).")
 @click.option("--seed", type=int, required=True, help="Seed of the sample: same suite, seed and N, same sample.")
 @click.option("--labeler", required=True, help="Your name, recorded in every label.")
 @click.option(
@@ -29,7 +31,7 @@ from judgekit.cli._out import one_line
     help="With --verdicts: a faithfulness score at or above it counts as a judge pass.",
 )
 @handle_errors
-def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None, axes: tuple[str, ...],
+def label(suite: Path, n: int | None, seed: int, labeler: str, labels_file: Path | None, axes: tuple[str, ...],
           verdicts: Path | None, threshold: float) -> None:
     """Label a reproducible sample of SUITE's trajectories, one axis at a time.
 
@@ -38,6 +40,9 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
     q to quit. Each label is appended to the labels file at once; run the same command again to
     resume where you stopped. A session locks its labels file: a second session on it is refused.
     A last line cut off by a crash is set aside into LABELS.torn on resume, and said.
+
+    Without --sample, N is the plan of `judgekit calibrate SUITE --plan` for the suite's
+    thresholds at its default expectations (said in a note).
 
     The sample ranks trajectories by sha256 of "SEED:id". With --verdicts it takes N // 2 from
     judge-pass and the rest from judge-fail, filling a short class from the other, then from
@@ -52,6 +57,15 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
 
     loaded = load_suite(suite)
     check_registration(loaded)
+    planned = None
+    if n is None:
+        from judgekit.calibration.approval import Thresholds
+        from judgekit.calibration.planning import default_sample_size
+
+        planned = default_sample_size(Thresholds.of(loaded.suite.approval))
+        if not planned.reachable:
+            raise click.UsageError("no sample size reaches the suite's thresholds at the default expectations: give --sample")
+        n = planned.n
     record = read_run(verdicts) if verdicts else None
     calibration_dir = loaded.resolve(loaded.suite.calibration_dir)
     if sys.stdout.isatty():
@@ -65,6 +79,10 @@ def label(suite: Path, n: int, seed: int, labeler: str, labels_file: Path | None
             threshold=threshold, read=files.read,
             labels_path=(lambda _: labels_file) if labels_file else (lambda r: default_labels_path(r, calibration_dir)),
         )
+        if planned is not None:
+            term.say(f"note: --sample not given: {n} trajectories, the plan for the suite's thresholds "
+                     f"({planned.n_pass} pass and {planned.n_fail} fail items for a judge with TPR and TNR 0.9; "
+                     "`judgekit calibrate SUITE --plan` plans for other expectations)")
         for note in work.notes:
             term.say(f"note: {note}")
         files_of = sorted({str(task.labels_path) for task in work.tasks})

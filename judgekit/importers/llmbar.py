@@ -13,18 +13,24 @@ Conversion:
 - axis ``task_success``: LLMBar's question "which output follows the instruction?" is the
   task-success question asked pairwise; the items are ``item_kind: "pairwise"``;
 - output_1 is answer ``A``, output_2 is answer ``B`` (the original order);
-- ``labels.jsonl``: one label per item, labeler ``llmbar-human``, ``labeled_at`` a fixed date
-  (the dataset has no per-label time; 2023-10-11, when LLMBar was released);
+- ``labels.jsonl``: one label per item, labeler ``llmbar-human``, no ``labeled_at`` (the dataset
+  has no per-label time; ``labeled_at=`` sets one for every label if the caller knows it);
 - ``verdicts-<model>-<prompt>.jsonl`` per evaluator, judge ``<model>/<prompt>``: two verdicts per
   item, order ``original`` (swap = False) and ``swapped`` (swap = True), each naming the chosen
   answer by its original label; a null winner becomes an unscored verdict (reason
   ``parse_failure``).
+
+A folder without any ``evaluators/<model>/<prompt>/result.json`` is refused (``InputError``,
+exit 2 from the CLI) and nothing is written: labels alone would measure no judge, and an
+import that "succeeds" with them hides a wrong path (the subset's parent, or a copy without its
+evaluators). Every input is read and checked before the first file is written, so a bad
+result file leaves no half-written import behind.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +41,6 @@ from judgekit.errors import InputError
 
 LABELER = "llmbar-human"
 AXIS = "task_success"
-LABELED_AT = datetime(2023, 10, 11, tzinfo=UTC)
 _CHOICE = {"1": "A", "2": "B"}
 _SWAP_KEYS = (("original", "swap = False"), ("swapped", "swap = True"))
 
@@ -58,7 +63,7 @@ def _write_jsonl(path: Path, records: list[Label] | list[JudgeVerdictRecord]) ->
             out.write(rec.model_dump_json(exclude_none=True) + "\n")
 
 
-def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_at: datetime) -> list[Label]:
+def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_at: datetime | None) -> list[Label]:
     labels = []
     for i, (item, tid) in enumerate(zip(dataset, ids, strict=True)):
         choice = _CHOICE.get(str(item.get("label")))
@@ -103,20 +108,30 @@ def _slug(text: str) -> str:
 
 
 def import_llmbar(
-    src_dir: str | Path, out_dir: str | Path, *, prefix: str | None = None, labeled_at: datetime = LABELED_AT
+    src_dir: str | Path, out_dir: str | Path, *, prefix: str | None = None, labeled_at: datetime | None = None
 ) -> list[Path]:
     """Convert one LLMBar subset folder; returns the labels file then the verdicts files (sorted)."""
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     dataset_path = src_dir / "dataset.json"
     dataset = _load_list(dataset_path)
     ids = _item_ids(prefix or f"llmbar-{_slug(src_dir.name)}", len(dataset))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "labels.jsonl"]
-    _write_jsonl(written[0], _labels(dataset, ids, dataset_path, labeled_at))
-    for result_path in sorted(src_dir.glob("evaluators/*/*/result.json")):
+    labels = _labels(dataset, ids, dataset_path, labeled_at)
+    result_paths = sorted(src_dir.glob("evaluators/*/*/result.json"))
+    if not result_paths:
+        found = ("has no evaluators/ folder" if not (src_dir / "evaluators").is_dir()
+                 else "has an evaluators/ folder without any <model>/<prompt>/result.json")
+        raise InputError(f"{found}: an LLMBar subset keeps its judges' verdicts there, and labels alone measure no "
+                         "judge; point at a subset folder that has them (such as Natural/, with its "
+                         "evaluators/); nothing written", src_dir)
+    converted = []
+    for result_path in result_paths:
         model, prompt = result_path.parent.parent.name, result_path.parent.name
         verdicts = _verdicts(dataset, _load_list(result_path), ids, f"{model}/{prompt}", result_path)
-        target = out_dir / f"verdicts-{model}-{prompt}.jsonl"
+        converted.append((out_dir / f"verdicts-{model}-{prompt}.jsonl", verdicts))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "labels.jsonl"]
+    _write_jsonl(written[0], labels)
+    for target, verdicts in converted:
         _write_jsonl(target, verdicts)
         written.append(target)
     return written
