@@ -22,7 +22,7 @@ from judgekit.axes import axis_named
 from judgekit.calibration.approval import ApprovalRecord, JudgeIdentity, find_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
 from judgekit.results import TrajectoryResult
-from judgekit.suite import GatePolicy
+from judgekit.suite import ApprovalThresholds, GatePolicy
 
 
 class Advisory(BaseModel):
@@ -78,11 +78,11 @@ def _mismatch_reason(provenance) -> str:
             "another model answered (set gate.allow_model_mismatch in the suite to let it gate)")
 
 
-def _advisory_reason(record: ApprovalRecord | None, axis: str) -> str:
+def _advisory_reason(record: ApprovalRecord | None, axis: str, thresholds: ApprovalThresholds | None = None) -> str:
     if record is None:
         return ("no approval record matches this judge's fingerprint (new judge, or the model, parameters, "
                 "rubric or prompt template changed since calibration)")
-    return record.gates(axis)[1] or "the judge is not approved"
+    return record.gates(axis, thresholds)[1] or "the judge is not approved"
 
 
 class _Mean:
@@ -112,8 +112,12 @@ class Gate:
     axis table says (task success: its deterministic checks).
     """
 
-    def __init__(self, policy: GatePolicy, calibration_dir: Path, *, seed: int = 0):
+    def __init__(self, policy: GatePolicy, calibration_dir: Path, *, seed: int = 0,
+                 thresholds: ApprovalThresholds | None = None):
         self.policy = policy
+        self.thresholds = thresholds
+        """The suite's approval thresholds: an approval record is checked against them, never
+        only against the thresholds it carries itself (None: the record's own)."""
         self.calibration_dir = Path(calibration_dir)
         self.seed = seed
         self._approvals: dict[str, ApprovalRecord | None] = {}
@@ -154,8 +158,8 @@ class Gate:
         """Whether this judge's verdicts on ``axis`` gate, and if not why: once per judge and axis."""
         key = (fingerprint, axis)
         if key not in self._gate_decisions:
-            allowed = approval is not None and approval.gates(axis)[0]
-            self._gate_decisions[key] = (allowed, "" if allowed else _advisory_reason(approval, axis))
+            allowed = approval is not None and approval.gates(axis, self.thresholds)[0]
+            self._gate_decisions[key] = (allowed, "" if allowed else _advisory_reason(approval, axis, self.thresholds))
         return self._gate_decisions[key]
 
     def add(self, result: TrajectoryResult) -> None:
@@ -172,9 +176,9 @@ class Gate:
             mismatch = res.judge.model_mismatch and not self.policy.allow_model_mismatch
             allowed, why = self._gates_of(fingerprint, approval, name)
             if allowed and not mismatch:
-                statement = approval.axes[name].statement
-                if statement:
-                    self._statements[name].setdefault((result.rubric, fingerprint), statement)
+                key = (result.rubric, fingerprint)
+                if key not in self._statements[name]:  # rebuilt from the re-measured figures, once per judge
+                    self._statements[name][key] = approval.certified(name, self.thresholds)
                 if res.status == "unscored":
                     self._unscored[name] += 1
                     continue
@@ -232,9 +236,9 @@ class Gate:
 
 
 def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibration_dir: Path, *,
-                 seed: int = 0) -> GateReport:
+                 seed: int = 0, thresholds: ApprovalThresholds | None = None) -> GateReport:
     """The gate over ``results`` (any iterable: a run record's, streamed from its file)."""
-    accumulator = Gate(policy, calibration_dir, seed=seed)
+    accumulator = Gate(policy, calibration_dir, seed=seed, thresholds=thresholds)
     for result in results:
         accumulator.add(result)
     return accumulator.report()
@@ -244,4 +248,5 @@ def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateR
     """The gate of a run record: a ``judgekit.run.RunRecord``, or a stream from ``open_run``
     (its results are read once, as they come). ``calibration_dir`` defaults to the suite's."""
     calibration_dir = Path(calibration_dir or record.calibration_path())
-    return gate_results(record.results, record.gate, calibration_dir, seed=seed)
+    return gate_results(record.results, record.gate, calibration_dir, seed=seed,
+                        thresholds=record.header.approval)

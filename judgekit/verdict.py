@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_serializer, field_validator
 
@@ -26,9 +26,31 @@ timeout / provider_error: no reply; budget: the run's budget was spent; no_claim
 judge listed no claim for an output that makes some."""
 
 
+COMPACT_CHARS = "[ !#-\\[\\]-~]"
+"""One character of compact answer text: printable ASCII but ``"`` and ``\\``, so it needs no
+escape and costs at most one token (every token is at least one character)."""
+
+
+def compact_text(max_chars: int) -> dict[str, Any]:
+    """A short string of compact characters (the bound is in ``pattern``, which llama.cpp's
+    grammar follows, and in ``maxLength``, which every validator reads)."""
+    return {"type": "string", "minLength": 1, "maxLength": max_chars, "pattern": f"^{COMPACT_CHARS}{{1,{max_chars}}}$"}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
 class _Answer(BaseModel):
     # strict: a judge answering "supported": "yes" has not answered in the schema; no coercion.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @classmethod
+    def compact_schema(cls, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
+        """A restriction of the answer schema for small judges: every answer it admits is a
+        valid answer of the model, in fewer tokens (bounded counts and lengths, no escapes,
+        evidence ids only among ``evidence_ids``, those of the prompt)."""
+        raise NotImplementedError(f"{cls.__name__} has no compact schema")
 
 
 class TaskSuccessAnswer(_Answer):
@@ -38,6 +60,15 @@ class TaskSuccessAnswer(_Answer):
         max_length=10, description="Why, one short sentence each, citing the diff."
     )
     verdict: Literal["pass", "fail"] = Field(description="Did the world end up as the task asked?")
+
+    COMPACT_REASONS: ClassVar[int] = 3
+    COMPACT_REASON_CHARS: ClassVar[int] = 100
+
+    @classmethod
+    def compact_schema(cls, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
+        reasons = {"type": "array", "items": compact_text(cls.COMPACT_REASON_CHARS), "minItems": 1,
+                   "maxItems": cls.COMPACT_REASONS}
+        return _object({"reasons": reasons, "verdict": {"type": "string", "enum": ["pass", "fail"]}})
 
 
 class Evidence(_Answer):
@@ -55,6 +86,23 @@ class FaithfulnessAnswer(_Answer):
     """The judge's answer on faithfulness: every claim with its evidence."""
 
     claims: list[Claim] = Field(max_length=30, description="Every atomic claim in the output.")
+
+    COMPACT_CLAIMS: ClassVar[int] = 3
+    COMPACT_CLAIM_CHARS: ClassVar[int] = 80
+    COMPACT_CITATIONS: ClassVar[int] = 1
+    COMPACT_QUOTE_CHARS: ClassVar[int] = 60
+
+    @classmethod
+    def compact_schema(cls, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
+        # Ids the prompt does not show cannot be cited; with none, a claim cites nothing.
+        ids = list(evidence_ids)
+        evidence = _object({"id": {"type": "string", "enum": ids}, "quote": compact_text(cls.COMPACT_QUOTE_CHARS)})
+        claim = _object({
+            "claim": compact_text(cls.COMPACT_CLAIM_CHARS),
+            "supported": {"type": "boolean"},
+            "evidence": {"type": "array", "items": evidence, "maxItems": cls.COMPACT_CITATIONS if ids else 0},
+        })
+        return _object({"claims": {"type": "array", "items": claim, "maxItems": cls.COMPACT_CLAIMS}})
 
 
 class InvalidAnswer(ValueError):

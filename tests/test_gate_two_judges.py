@@ -36,7 +36,10 @@ def approve(calibration_dir, rubric: str, pairs: list[tuple[bool, bool]]) -> Non
                         pairs=pairs, decision="approved", reasons=["kappa clears the threshold"])
     write_approval(calibration_dir, ApprovalRecord(
         fingerprint=identity.fingerprint, judge=identity, label_set_sha256="3" * 64, labels_file="labels.jsonl",
-        thresholds=Thresholds(), axes={"task_success": axis}, decided_at=NOW, judgekit_version=__version__))
+        # Lenient bounds: this test is about keeping two judges' corrections apart, not the approval rule
+        # (judge A's TNR of 0.7 on 20 items would not clear the default 0.8 lower bound).
+        thresholds=Thresholds(min_kappa=0.0, min_tpr=0.0, min_tnr=0.0), axes={"task_success": axis}, decided_at=NOW,
+        judgekit_version=__version__))
 
 
 def judged(tid: str, rubric: str, judge_pass: bool) -> TrajectoryResult:

@@ -1,8 +1,9 @@
 """The embedded local judge, measured for real against the example's human labels, is refused.
 
-SmolLM2-135M judges at about chance (and rarely finishes a valid verdict within the example's
-token limit): calibration must refuse it, and a run judged by it must leave faithfulness
-advisory. This runs the real llama.cpp server through litellm; it takes a few minutes.
+SmolLM2-135M answers in the compact schema, so nearly every verdict is valid, but it agrees
+with people at about chance: calibration must measure that on all 24 items (once) and refuse
+it, and a run judged by it must leave faithfulness advisory. This runs the real llama.cpp
+server through litellm; the run of three afterwards is answered by the cache.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ pytestmark = pytest.mark.slow
 
 
 def judgekit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "JUDGEKIT_LOCAL_THREADS": "2"}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("JUDGEKIT_LOCAL_THREADS", None)  # the default thread counts: the verdicts anyone gets
     return subprocess.run(
         [sys.executable, "-m", "judgekit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
     )
@@ -44,8 +46,16 @@ def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
     decision = record["axes"]["faithfulness"]
     assert decision["decision"] == "refused"
     assert record["judge"]["model_pin"].startswith("local/smollm2-135m-instruct@sha256:")
-    kappa = decision["kappa"]["value"]
-    assert decision["n"] < 20 or kappa is None or kappa < 0.6, decision
+    # Measured facts, not hopes: at least 90% of the 24 verdicts are valid (an unscored
+    # verdict would leave its item out of n), and kappa, with its interval, is far from 0.6.
+    labelled = len((tmp_path / "calibration/update-email/labels.jsonl").read_text().splitlines())
+    assert labelled == 24
+    assert decision["n"] >= 0.9 * labelled, decision
+    kappa = decision["kappa"]
+    assert kappa["value"] is not None and kappa["low"] <= kappa["value"] <= kappa["high"], kappa
+    assert kappa["high"] < 0.6, kappa
+    print(f"local judge: {decision['n']}/{labelled} valid, kappa {kappa['value']:.3f} "
+          f"[{kappa['low']:.3f}, {kappa['high']:.3f}], {decision['decision']}")
 
     # A run of three of those trajectories with the same judge: faithfulness is shown but
     # advisory, and the gate names the refusal and the command that would approve a judge.

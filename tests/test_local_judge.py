@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -82,6 +83,58 @@ def test_schema_constrained_and_deterministic(server):
     assert first.choices[0].finish_reason == "stop"
     assert first.model == MODEL_NAME
     assert server.litellm_model == f"openai/{MODEL_NAME}"
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "email-update"
+
+
+def example_faithfulness_jobs():
+    """The example's distinct faithfulness questions, as a run plans them (compact answers)."""
+    from judgekit.run.plan import plan_run
+    from judgekit.suite import load_suite
+
+    jobs = {}
+    for planned in plan_run(load_suite(EXAMPLE / "suite.yaml")).judgements:
+        if planned.job.axis == "faithfulness":
+            jobs.setdefault(planned.job.key, planned.job)
+    return list(jobs.values())
+
+
+def ask_directly(srv, job) -> str:
+    """One question straight to the server (no litellm, no cache): the reply's exact text."""
+    from judgekit.run.judging import response_format
+
+    body = {"model": srv.model_name, "messages": job.prompt.messages, "temperature": 0, "seed": 0,
+            "max_tokens": job.judge.spec.max_tokens, "response_format": response_format(job.response_schema)}
+    request = urllib.request.Request(
+        srv.api_base + "/chat/completions", data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {srv.api_key}", "Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=120) as response:
+        reply = json.loads(response.read())
+    choice = reply["choices"][0]
+    assert choice["finish_reason"] == "stop", reply  # the compact answer closed within max_tokens
+    return choice["message"]["content"]
+
+
+@pytest.mark.slow
+def test_same_question_same_verdict_across_calls_and_restarts(server):
+    from judgekit.verdict import ReplyProblem, read_reply
+
+    # The two shortest of the example's questions, each asked twice here and once more after a
+    # restart: the verdicts must match byte for byte.
+    jobs = sorted(example_faithfulness_jobs(), key=lambda job: len(job.prompt.render()))[:2]
+    first = [ask_directly(server, job) for job in jobs]
+    again = [ask_directly(server, job) for job in jobs]
+    with LocalJudgeServer() as restarted:
+        after_restart = [ask_directly(restarted, job) for job in jobs]
+    assert again == first
+    assert after_restart == first
+    for job, content in zip(jobs, first):
+        answer = read_reply(job.axis, content, None, "stop", job.judge.spec.max_tokens)
+        assert not isinstance(answer, ReplyProblem), answer
+        cited = {e.id for claim in answer.claims for e in claim.evidence}
+        assert cited <= set(job.prompt.evidence.items)  # the enum keeps citations to shown ids
 
 
 @pytest.mark.slow

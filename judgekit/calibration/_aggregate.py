@@ -19,6 +19,8 @@ Rules (documented in ``agreement``):
 
 from __future__ import annotations
 
+import math
+
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -120,7 +122,8 @@ def reference_labels(
             raise InputError(f"{tid!r} on {axis} has two labels from one labeler; keep one")
         categories: tuple[str, ...] = ()
         if kind == "graded":
-            value: str | float | None = float(np.mean([lab.score for lab in group]))
+            # fsum: the same whatever the lines' order; rounded so 0.1, 0.2, 0.3 average to 0.2
+            value: str | float | None = round(math.fsum(lab.score for lab in group) / len(group), 12)
         elif kind == "multiclass":
             ordered = sorted(group, key=lambda lab: lab.labeler)
             categories = tuple(str(lab.category) for lab in ordered)
@@ -257,7 +260,7 @@ def aggregate(records: Sequence[JudgeVerdictRecord], kind: ItemKind, threshold: 
     if kind == "graded":
         scores = [float(v) for v in values]
         decisions = {s >= threshold for s in scores}
-        return Aggregated(float(np.mean(scores)), len(scores), len(decisions) > 1)
+        return Aggregated(round(math.fsum(scores) / len(scores), 12), len(scores), len(decisions) > 1)
     counts = Counter(values)
     best = max(counts.values())
     winner = next(v for v in values if counts[v] == best)  # first scored repeat among the tied

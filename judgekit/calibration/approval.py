@@ -119,6 +119,12 @@ class AxisApproval(BaseModel):
     mae_upper: float | None = Field(None, description="Graded axes: upper confidence bound of the MAE.")
     methods: dict[str, str] = Field(default_factory=dict, description="How each bound was computed, by figure.")
     sample: LabelSample | None = Field(None, description="The labels this decision rests on.")
+    scores: list[tuple[float, float]] = Field(
+        default_factory=list, description="Graded axes: (human score, judge score) per item, so the gate can "
+        "re-measure Spearman and MAE.")
+    threshold: float = Field(0.5, ge=0, le=1, description="Graded axes: the score that counts as pass.")
+    bounds_seed: int = Field(0, description="Seed of the bounds' draws (the gate re-measures with it).")
+    bounds_draws: int = Field(2000, ge=100, le=100_000, description="Draws behind each bootstrap bound.")
     decision: Literal["approved", "refused"]
     reasons: list[str] = Field(description="Why, in words.")
     statement: str = Field("", description="What this decision certifies and on which labels, in one sentence.")
@@ -163,24 +169,47 @@ class ApprovalRecord(BaseModel):
     decided_at: datetime
     judgekit_version: str
 
-    def approved(self, axis: str) -> bool:
-        """Whether the judge may gate ``axis`` today (a format 1 approval only if it clears today's rule)."""
-        return self.gates(axis)[0]
+    def approved(self, axis: str, thresholds: ApprovalThresholds | None = None) -> bool:
+        """Whether the judge may gate ``axis`` today (see ``gates``)."""
+        return self.gates(axis, thresholds)[0]
 
-    def gates(self, axis: str) -> tuple[bool, str | None]:
-        """Whether the judge's verdicts on ``axis`` may gate, and if not, why. A format 1
-        approval gates only when its re-measured bounds clear today's rule."""
+    def gates(self, axis: str, thresholds: ApprovalThresholds | None = None) -> tuple[bool, str | None]:
+        """Whether the judge's verdicts on ``axis`` may gate, and if not, why.
+
+        Nothing the record claims is taken on trust where it can be measured again: the bounds
+        are re-measured from the record's own items (its (human, judge) pairs, and a graded
+        axis's scores) at the level of ``thresholds`` (the suite's, when the caller has them;
+        else the record's own) and must clear them. An approval whose items no longer clear
+        the rule, whose counts disagree with its items, or a format 1 approval that does not
+        clear today's rule is advisory, with the reason."""
         if axis not in self.axes:
             return False, f"the approval record has no decision for {axis} (no labels for it)"
         decision = self.axes[axis]
         if decision.decision != "approved":
             return False, "the judge was refused: " + "; ".join(decision.reasons)
+        rule = Thresholds.of(thresholds) if thresholds is not None else self.thresholds
+        checked, problems = remeasured(decision, rule)
+        if self.rule == "lower-bound":  # a record whose own figures say no is no approval, whatever it says
+            if decision.confidence is not None and decision.confidence < rule.confidence:
+                problems.append(f"its bounds are at {_level(decision.confidence)}, below the {_level(rule.confidence)} "
+                                "the rule asks")
+            if any(getattr(decision, field) is not None for field in _BOUND_FIELDS.values()):
+                problems += [f"as recorded, {why}" for why in shortfalls(decision, rule)]
+        short = problems + shortfalls(checked, rule, migrated=self.rule == "point-estimate")
+        if not short:
+            return True, None
         if self.rule == "point-estimate":
-            short = shortfalls(decision, self.thresholds, migrated=True)
-            if short:
-                return False, ("approved under the old point-estimate rule (approval format 1), but "
-                               + "; ".join(short) + ": recalibrate (`judgekit calibrate`) to certify it")
-        return True, None
+            return False, ("approved under the old point-estimate rule (approval format 1), but "
+                           + "; ".join(short) + ": recalibrate (`judgekit calibrate`) to certify it")
+        return False, ("recorded as approved, but its own labelled items do not bear it out: " + "; ".join(short)
+                       + ": recalibrate (`judgekit calibrate`)")
+
+    def certified(self, axis: str, thresholds: ApprovalThresholds | None = None) -> str:
+        """What the approval of ``axis`` certifies, rebuilt from the re-measured figures (a
+        statement stored in the file is never printed as it is)."""
+        rule = Thresholds.of(thresholds) if thresholds is not None else self.thresholds
+        checked, _ = remeasured(self.axes[axis], rule)
+        return statement_of(checked, rule)
 
 
 def approvals_dir(calibration_dir: Path, rubric_id: str) -> Path:
@@ -204,7 +233,8 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(axis, dict):
             migrated[name] = axis
             continue
-        axis = dict(axis)
+        axis = {key: value for key, value in axis.items()  # format 1 had no bounds: none is carried over
+                if key not in ("kappa_lower", "tpr_lower", "tnr_lower", "spearman_lower", "mae_upper", "scores")}
         pairs = axis.get("pairs") or []
         n = axis.get("n")
         kappa = axis.get("kappa") if isinstance(axis.get("kappa"), dict) else {}
@@ -270,6 +300,11 @@ _BOUND_FIELDS = {"kappa": "kappa_lower", "tpr": "tpr_lower", "tnr": "tnr_lower",
 _LABELS = {"kappa": "kappa", "tpr": "TPR", "tnr": "TNR", "spearman": "Spearman", "mae": "MAE"}
 
 
+def _level(confidence: float) -> str:
+    """0.95 -> "95%", 0.975 -> "97.5%", 0.999 -> "99.9%": never rounded up to a level it does not have."""
+    return f"{100 * confidence:.4g}%"
+
+
 def rule_of(kind: str, thresholds: Thresholds) -> list[tuple[str, str, float]]:
     """(figure, ">=" or "<=", threshold) that an axis of this kind must clear with its bounds."""
     rule = [("kappa", ">=", thresholds.min_kappa)]
@@ -281,7 +316,7 @@ def rule_of(kind: str, thresholds: Thresholds) -> list[tuple[str, str, float]]:
 def shortfalls(axis: AxisApproval, thresholds: Thresholds, *, migrated: bool = False) -> list[str]:
     """What keeps ``axis`` from clearing the lower-bound rule, in words (empty: it clears).
     ``migrated``: a format 1 record, whose missing bounds were never recorded."""
-    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    level = _level(axis.confidence or thresholds.confidence)
     out = []
     if axis.n < thresholds.min_items:
         out.append(f"only {axis.n} labelled item(s) with a verdict; at least {thresholds.min_items} needed")
@@ -303,6 +338,40 @@ def shortfalls(axis: AxisApproval, thresholds: Thresholds, *, migrated: bool = F
     return out
 
 
+def remeasured(axis: AxisApproval, thresholds: Thresholds) -> tuple[AxisApproval, list[str]]:
+    """``axis`` as its own items show it: n and the class counts counted from its pairs, the
+    bounds measured again from them (binary: the pairs; graded: the scores) at the level of
+    ``thresholds``, with the record's seed. What cannot be measured again is left unknown, so
+    it cannot clear a rule. Also, in words, where the record's counts disagree with its items."""
+    from judgekit.calibration.bounds import axis_bounds
+
+    problems = []
+    kind = axis.kind
+    if kind == "binary" or not axis.scores:  # a graded axis without scores (format 1): kappa only
+        kind = "binary"
+        human = [float(h) for h, _ in axis.pairs]
+        judge = [float(j) for _, j in axis.pairs]
+    else:
+        human = [h for h, _ in axis.scores]
+        judge = [j for _, j in axis.scores]
+        if [(h >= axis.threshold, j >= axis.threshold) for h, j in axis.scores] != [tuple(p) for p in axis.pairs]:
+            problems.append("its pass/fail pairs disagree with its scores")
+    if len(human) != axis.n:
+        problems.append(f"it records {axis.n} labelled item(s) but holds {len(human)}")
+    update: dict[str, Any] = {"n": len(human), "confidence": thresholds.confidence,
+                              "kappa_lower": None, "tpr_lower": None, "tnr_lower": None,
+                              "spearman_lower": None, "mae_upper": None}
+    if human:
+        bounds = axis_bounds(kind, human, judge, threshold=axis.threshold if kind == "graded" else 0.5,
+                             seed=axis.bounds_seed, name=axis.axis, n_draws=axis.bounds_draws,
+                             confidence=thresholds.confidence)
+        update.update(n_pass=bounds.n_pass, n_fail=bounds.n_fail)
+        for name, bound in bounds.bounds.items():
+            if axis.kind == "binary" or name == "kappa" or kind == "graded":
+                update[_BOUND_FIELDS[name]] = bound.bound
+    return axis.model_copy(update=update), problems
+
+
 def describe_sample(sample: LabelSample | None) -> str:
     """ "24 items labelled 2026-11-30 by 1 labeller" """
     if sample is None:
@@ -322,7 +391,7 @@ def describe_sample(sample: LabelSample | None) -> str:
 
 def statement_of(axis: AxisApproval, thresholds: Thresholds) -> str:
     """One sentence: the decision, the bounds it rests on, the labels they come from."""
-    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    level = _level(axis.confidence or thresholds.confidence)
     figures = []
     for figure, op, _ in rule_of(axis.kind, thresholds):
         bound = getattr(axis, _BOUND_FIELDS[figure])
@@ -342,7 +411,7 @@ def decide(axis: AxisApproval, thresholds: Thresholds) -> tuple[str, list[str]]:
     short = shortfalls(axis, thresholds)
     if short:
         return "refused", short
-    level = f"{round(100 * (axis.confidence or thresholds.confidence)):d}%"
+    level = _level(axis.confidence or thresholds.confidence)
     cleared = [f"{_LABELS[f]} {op} {getattr(axis, _BOUND_FIELDS[f]):.3f} ({'lower' if op == '>=' else 'upper'} "
                f"bound; needed {op} {limit})" for f, op, limit in rule_of(axis.kind, thresholds)]
     return "approved", [f"on {axis.n} items, {level} one-sided bounds: " + ", ".join(cleared)]

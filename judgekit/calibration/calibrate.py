@@ -101,9 +101,10 @@ def decide_axis(section, matched: list[tuple[str, float, float]], labels: Sequen
     stats = section if isinstance(section, BinaryAxisReport) else section.binarised
     human = [h for _, h, _ in matched]
     judge = [j for _, _, j in matched]
+    graded = isinstance(section, GradedAxisReport)
+    threshold = threshold if graded else 0.5  # a binary axis is pass (1.0) or fail (0.0): never re-cut
     bounds = axis_bounds(section.kind, human, judge, threshold=threshold, seed=seed, name=section.axis,
                          n_draws=n_draws, confidence=thresholds.confidence)
-    graded = isinstance(section, GradedAxisReport)
     figure = {name: bound.bound for name, bound in bounds.bounds.items()}
     axis = AxisApproval(
         axis=section.axis, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
@@ -111,6 +112,7 @@ def decide_axis(section, matched: list[tuple[str, float, float]], labels: Sequen
         mean_human=sum(human) / len(human) if human else None,
         mean_judge=sum(judge) / len(judge) if judge else None,
         pairs=[(h >= threshold, j >= threshold) for h, j in zip(human, judge)],
+        scores=list(zip(human, judge)) if graded else [], threshold=threshold, bounds_seed=seed, bounds_draws=n_draws,
         n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
         kappa_lower=figure.get("kappa"), tpr_lower=figure.get("tpr"), tnr_lower=figure.get("tnr"),
         spearman_lower=figure.get("spearman"), mae_upper=figure.get("mae"),

@@ -78,6 +78,8 @@ def _min_class(limit: float, confidence: float) -> int:
     """Fewest items of a class whose exact rate bound can reach ``limit`` (all of them right)."""
     if limit <= 0:
         return 1
+    if limit >= 1:  # an exact lower bound below 1 for every finite sample: no sample reaches 1
+        return _MAX_ITEMS + 1
     return max(1, math.ceil(math.log(1.0 - confidence) / math.log(limit)))
 
 

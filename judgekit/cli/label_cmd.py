@@ -82,7 +82,9 @@ def label(suite: Path, n: int | None, seed: int, labeler: str, labels_file: Path
         if planned is not None:
             term.say(f"note: --sample not given: {n} trajectories, the plan for the suite's thresholds "
                      f"({planned.n_pass} pass and {planned.n_fail} fail items for a judge with TPR and TNR 0.9; "
-                     "`judgekit calibrate SUITE --plan` plans for other expectations)")
+                     "`judgekit calibrate SUITE --plan` plans for other expectations). The planned chance holds "
+                     "for that split of classes; the labels decide the split, so check `calibrate --plan` "
+                     "against the counts you get, and label more of the short class if one falls short")
         for note in work.notes:
             term.say(f"note: {note}")
         files_of = sorted({str(task.labels_path) for task in work.tasks})

@@ -50,6 +50,13 @@ class JudgeSpec(BaseModel):
     invalid_reply_retries: int = Field(
         2, ge=0, le=5, description="Extra calls after a reply that fails validation, before 'unscored'."
     )
+    answer: Literal["full", "compact"] | None = Field(
+        None,
+        description="The answer schema the judge answers in. full: the axis's answer model. compact: its "
+        "restriction for small judges (few claims and reasons, short texts, evidence ids only among those the "
+        "prompt shows), shorter to generate and always closed within max_tokens. Default: compact for the "
+        "embedded judge (model: local), full for any other. Part of the cache key.",
+    )
     show_output_for_task_success: bool = Field(
         False,
         description="Show the agent's output to the task-success judge. Off by default: judge the "
@@ -62,6 +69,13 @@ class JudgeSpec(BaseModel):
         if not model.strip():
             raise ValueError("must name a model")
         return model
+
+    @property
+    def answer_form(self) -> Literal["full", "compact"]:
+        """``answer`` as set, else compact for the embedded judge and full for any other."""
+        if self.answer is not None:
+            return self.answer
+        return "compact" if self.model == LOCAL_MODEL else "full"
 
     def cache_parameters(self) -> dict:
         """Parameters that can change a verdict (timeouts and retries cannot)."""

@@ -137,7 +137,8 @@ class _Judges:
             seen = self.seen[key]
             seen.verdicts += 1
             if name not in seen.axes:
-                seen.axes[name] = "approved" if approval is not None and approval.approved(name) else "advisory"
+                seen.axes[name] = ("approved" if approval is not None and approval.approved(name, self.gate.thresholds)
+                                   else "advisory")
 
     def list(self) -> list[JudgeSeen]:
         return [self.seen[key] for key in sorted(self.seen)]
@@ -158,6 +159,7 @@ def header_for(loaded: LoadedSuite, record_dir: Path | None = None) -> RunHeader
             for ref, rubric in sorted(loaded.rubrics.items())
         },
         gate=loaded.suite.gate,
+        approval=loaded.suite.approval,
         calibration_dir=loaded.suite.calibration_dir,
     )
 
@@ -185,7 +187,7 @@ async def run_suite_async(
     options = options or RunOptions()
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
     header = header_for(loaded, Path(out).parent if out is not None else None)
-    gate = Gate(loaded.suite.gate, loaded.resolve(loaded.suite.calibration_dir))
+    gate = Gate(loaded.suite.gate, loaded.resolve(loaded.suite.calibration_dir), thresholds=loaded.suite.approval)
     summary = SummaryBuilder()
     judges = _Judges(gate)
     kept: list[TrajectoryResult] = []

@@ -8,6 +8,7 @@ the next call, and a run killed at any point repeats no call whose verdict was s
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -32,11 +33,56 @@ from judgekit.verdict import JudgeVerdict, Provenance, ReplyProblem, answer_mode
 MEMO_SIZE = 4096  # verdicts remembered across windows when no writable store keeps them
 
 
-@lru_cache(maxsize=None)
-def answer_schema(axis: str) -> tuple[dict[str, Any], str]:
-    """The axis's answer schema (sent as the response format) and its hash (in the cache key)."""
-    schema = answer_model(axis).model_json_schema()
+@lru_cache(maxsize=1024)
+def answer_schema(axis: str, form: str = "full", evidence_ids: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+    """The answer schema (sent as the response format) and its hash (in the cache key).
+
+    ``full``: the axis's answer model as it is. ``compact``: its restriction for small judges
+    (``_Answer.compact_schema``), built for the ids of the evidence the prompt shows; a
+    different schema is a different question, so its hash keys the verdict too.
+    """
+    model = answer_model(axis)
+    if form == "compact":
+        schema = model.compact_schema(evidence_ids)
+    elif form == "full":
+        schema = model.model_json_schema()
+    else:
+        raise ValueError(f"no answer form {form!r} (full or compact)")
     return schema, sha256_json(schema)
+
+
+JSON_SPACE_CHARS = 22
+"""The most whitespace llama.cpp's JSON-schema grammar admits at each point it admits any
+(``| " " | "\\n"{1,2} [ \\t]{0,20}``)."""
+
+
+def answer_chars_bound(schema: dict[str, Any], space: int = JSON_SPACE_CHARS) -> int:
+    """The longest reply a grammar built from ``schema`` admits, in characters: an upper bound
+    on its tokens, as every token is at least one character. Only for bounded schemas (compact
+    ones): every array has ``maxItems``, every string a ``maxLength`` and no escapes (compact
+    text), every object lists all its properties as required."""
+    if "enum" in schema:
+        return max(len(json.dumps(value)) for value in schema["enum"]) + space
+    kind = schema.get("type")
+    if kind == "boolean":
+        return len("false") + space
+    if kind == "string":
+        if "pattern" not in schema or "maxLength" not in schema:
+            raise ValueError("unbounded string: no maxLength, or escapes allowed")
+        return 2 + schema["maxLength"] + space
+    if kind == "array":
+        if "maxItems" not in schema:
+            raise ValueError("unbounded array: no maxItems")
+        n = schema["maxItems"]
+        return 2 * (1 + space) + n * answer_chars_bound(schema["items"], space) + max(n - 1, 0) * (1 + space)
+    if kind == "object":
+        properties = schema["properties"]
+        if set(schema.get("required", ())) != set(properties) or schema.get("additionalProperties") is not False:
+            raise ValueError("an object whose properties are not all required and closed")
+        members = sum(len(json.dumps(name)) + 1 + 2 * space + answer_chars_bound(value, space)
+                      for name, value in properties.items())
+        return 2 * (1 + space) + members + max(len(properties) - 1, 0) * (1 + space)
+    raise ValueError(f"cannot bound a schema of type {kind!r}")
 
 
 def direct_connection(target: JudgeTarget) -> Connection:
@@ -57,9 +103,14 @@ class JudgeJob:
     judge: JudgeTarget
     repeat: int = 0  # calibration --repeats: the same input asked again under its own key
 
+    @cached_property
+    def _answer_schema(self) -> tuple[dict[str, Any], str]:
+        return answer_schema(self.axis, self.judge.spec.answer_form, tuple(self.prompt.evidence.items))
+
     @property
     def response_schema(self) -> dict[str, Any]:
-        return answer_schema(self.axis)[0]
+        """The schema the judge answers in: its spec's answer form for this prompt's evidence."""
+        return self._answer_schema[0]
 
     @cached_property
     def key(self) -> str:
@@ -77,7 +128,7 @@ class JudgeJob:
                 "override": self.judge.override,
                 "parameters": self.judge.spec.cache_parameters(),
                 "messages": self.prompt.messages,
-                "response_schema_sha256": answer_schema(self.axis)[1],
+                "response_schema_sha256": self._answer_schema[1],
             }
         )
 

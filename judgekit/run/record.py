@@ -38,7 +38,7 @@ from judgekit.errors import InputError
 from judgekit.gate import GateReport
 from judgekit.results import TrajectoryResult
 from judgekit.run.judging import Ledger
-from judgekit.suite import GatePolicy
+from judgekit.suite import ApprovalThresholds, GatePolicy
 
 RUN_FORMAT = "judgekit-run"
 RUN_FORMAT_VERSION = 2
@@ -94,6 +94,9 @@ class RunHeader(_Strict):
     started_at: datetime
     rubrics: dict[str, RubricEntry] = Field(description="id@version -> hash and file.")
     gate: GatePolicy = Field(default_factory=GatePolicy, description="The suite's gate policy at run time.")
+    approval: ApprovalThresholds = Field(
+        default_factory=ApprovalThresholds,
+        description="The suite's approval thresholds at run time: the gate checks approval records against them.")
     calibration_dir: str = Field("calibration", description="Approval records, relative to the suite's folder.")
 
 
