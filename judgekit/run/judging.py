@@ -105,7 +105,9 @@ class JudgeJob:
 
     @cached_property
     def _answer_schema(self) -> tuple[dict[str, Any], str]:
-        return answer_schema(self.axis, self.judge.spec.answer_form, tuple(self.prompt.evidence.items))
+        form = self.judge.spec.answer_form
+        ids = tuple(self.prompt.evidence.items) if form == "compact" else ()  # the full schema names no id
+        return answer_schema(self.axis, form, ids)
 
     @property
     def response_schema(self) -> dict[str, Any]:
