@@ -135,13 +135,14 @@ def progress_factory():
     return start
 
 
-def _m(metric) -> str:
-    """A metric with its interval, for people."""
+def format_metric(metric, interval_digits: int = 3) -> str:
+    """A metric with its interval, for people: ``0.812 [0.702, 0.903]`` (n/a when undefined)."""
     if metric is None or metric.value is None:
         return "n/a"
     if metric.low is None:
         return f"{metric.value:.3f}"
-    return f"{metric.value:.3f} [{metric.low:.3f}, {metric.high:.3f}]"
+    return f"{metric.value:.3f} [{metric.low:.{interval_digits}f}, {metric.high:.{interval_digits}f}]"
+
 
 
 def print_agreement(report) -> None:
@@ -157,23 +158,23 @@ def print_agreement(report) -> None:
         say(head + (f" ({', '.join(extras)})" if extras else ""))
         if section.kind == "pairwise":
             for order, stats in section.orders.items():
-                say(f"  order {order}: accuracy {_m(stats.accuracy)} ({_pairwise_fraction(report, stats)}), "
-                    f"kappa vs human {_m(stats.kappa_vs_human)}")
-            say(f"  accuracy (average of orders) {_m(section.accuracy_average)}")
-            say(f"  right in both orders {_m(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
-            say(f"  order consistency {_m(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
-            say(f"  kappa between orders {_m(section.kappa_between_orders)}")
+                say(f"  order {order}: accuracy {format_metric(stats.accuracy)} ({_pairwise_fraction(report, stats)}), "
+                    f"kappa vs human {format_metric(stats.kappa_vs_human)}")
+            say(f"  accuracy (average of orders) {format_metric(section.accuracy_average)}")
+            say(f"  right in both orders {format_metric(section.correct_both)} ({section.n_correct_both}/{section.n_both})")
+            say(f"  order consistency {format_metric(section.order_consistency)} ({section.n_consistent}/{section.n_both_scored})")
+            say(f"  kappa between orders {format_metric(section.kappa_between_orders)}")
         else:
             stats = section.binarised if section.kind == "graded" else section
             if section.kind == "graded":
-                say(f"  spearman {_m(section.spearman)}, mean absolute error {_m(section.mae)}; binarised at {section.threshold}:")
+                say(f"  spearman {format_metric(section.spearman)}, mean absolute error {format_metric(section.mae)}; binarised at {section.threshold}:")
             if section.kind == "multiclass":
                 say(f"  pass = {one_line(', '.join(section.positive_classes))}; "
                     f"fail = {one_line(', '.join(section.negative_classes))}")
             c = stats.confusion
-            say(f"  base rate {_m(stats.base_rate)}, accuracy {_m(stats.accuracy)}, kappa {_m(stats.kappa)}")
-            say(f"  TPR {_m(stats.tpr)}, TNR {_m(stats.tnr)}, precision {_m(stats.precision)}")
-            say(f"  balanced accuracy {_m(stats.balanced_accuracy)}, macro F1 {_m(stats.f1_macro)}")
+            say(f"  base rate {format_metric(stats.base_rate)}, accuracy {format_metric(stats.accuracy)}, kappa {format_metric(stats.kappa)}")
+            say(f"  TPR {format_metric(stats.tpr)}, TNR {format_metric(stats.tnr)}, precision {format_metric(stats.precision)}")
+            say(f"  balanced accuracy {format_metric(stats.balanced_accuracy)}, macro F1 {format_metric(stats.f1_macro)}")
             say(f"  confusion (human x judge): tp={c.tp} fn={c.fn} fp={c.fp} tn={c.tn}")
             if section.kind == "multiclass":
                 for row in section.class_confusion:

@@ -9,16 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from judgekit.cli._out import one_line, say
-from judgekit.cli._render import inter_annotator_line
+from judgekit.cli._render import format_metric, inter_annotator_line
 
 
 def _cell(metric) -> str:
     """A metric and its interval, compactly: ``0.812 [0.70, 0.90]``."""
-    if metric is None or metric.value is None:
-        return "n/a"
-    if metric.low is None:
-        return f"{metric.value:.3f}"
-    return f"{metric.value:.3f} [{metric.low:.2f}, {metric.high:.2f}]"
+    return format_metric(metric, interval_digits=2)
 
 
 def _judge_name(report) -> str:

@@ -9,7 +9,7 @@ import click
 
 from judgekit.cli._exit import EXIT_GATE_FAILED, handle_errors
 from judgekit.cli._out import one_line, say, say_json
-from judgekit.cli._render import _m, print_agreement, print_gate
+from judgekit.cli._render import format_metric, print_agreement, print_gate
 
 
 def _is_report(data) -> bool:
@@ -93,8 +93,8 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
             ok &= not drift.alarm
             flag = "DRIFT ALARM" if drift.alarm else "drift check"
             say(f"  {flag} {one_line(drift.axis)} vs {one_line(drift.previous_fingerprint[:12])} ({drift.previous_decided_at:%Y-%m-%d}): "
-                       f"kappa {_m(drift.kappa_before)} -> {_m(drift.kappa_after)}, accuracy {_m(drift.accuracy_before)} -> "
-                       f"{_m(drift.accuracy_after)}: {one_line(drift.reason)}")
+                       f"kappa {format_metric(drift.kappa_before)} -> {format_metric(drift.kappa_after)}, accuracy {format_metric(drift.accuracy_before)} -> "
+                       f"{format_metric(drift.accuracy_after)}: {one_line(drift.reason)}")
         say(f"  approval record: {one_line(str(outcome.path))}")
     if out is not None:
         import json
