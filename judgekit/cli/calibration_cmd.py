@@ -173,7 +173,7 @@ def agreement(labels_path, verdicts_path, seed, n_boot, threshold, positive, poo
             say_json(report.model_dump_json())
     elif len(reports) == 1:
         report = reports[0]
-        say(f"judge: {one_line(str(report.judge))}")
+        say(f"judge: {one_line(report.judge) if report.judge else '(unnamed)'}")
         say(f"unscored verdicts: {'left out of the maths (counted)' if unscored == 'exclude' else 'counted as wrong answers'}")
         print_agreement(report)
     else:
