@@ -141,7 +141,10 @@ def test_rerun_asks_nothing_and_gives_identical_verdicts(tmp_path, server):
           f"({len(first)} trajectories; identical prompts share one call), rerun {rerun_requests} requests, "
           f"rerun cache hits {ledger2.cache_hits}")
 
-    assert first_requests == ledger1.calls > 0
+    # Every request the server saw is a call in the ledger; a transport failure (retried, and
+    # reported by the ledger) may not have reached the server.
+    assert ledger1.calls - sum(ledger1.failed_attempts.values()) <= first_requests <= ledger1.calls
+    assert first_requests > 0
     assert rerun_requests == 0
     assert ledger2.calls == 0 and ledger2.cache_hits == len(second)
     one, two = faithfulness(first), faithfulness(second)

@@ -55,7 +55,8 @@ def test_run_suite_on_the_example_returns_a_complete_record(server, tmp_path):
     assert all(r.axes["faithfulness"].status == "scored" for r in record.results)
     asked = {j.job.key for j in plan_run(load_suite(ROOT / "examples" / "email-update"),
                                           override=JudgeOverride(model=MODEL, api_base=server.base_url)).judgements}
-    assert record.ledger.calls == len(asked) < 9 and record.ledger.cache_hits == 0  # one call per distinct question
+    replies = record.ledger.calls - sum(record.ledger.failed_attempts.values())  # a retried transport failure aside
+    assert replies == len(asked) < 9 and record.ledger.cache_hits == 0  # one call per distinct question
     assert record.gate_report is not None and [a.axis for a in record.gate_report.axes] == sorted(record.summary)
     judges = {j.model_pin: j.axes for j in record.judges}
     assert judges == {MODEL: {"faithfulness": "advisory"}}  # no approval record: shown, never gating

@@ -173,7 +173,11 @@ class LitellmBackend:
         self.rng = rng or random.Random(0)
 
     def prepare(self) -> None:
-        _litellm()  # import it now (seconds), not inside the first timed call
+        """Import litellm now (seconds), not inside the first timed call, and start the run with
+        fresh HTTP clients: a connection pooled by earlier calls in this process (on another
+        event loop, or to a server that has stopped since and whose port was given to a new one)
+        is never tried, so it never costs a failed attempt."""
+        _litellm().in_memory_llm_clients_cache.flush_cache()
 
     def close(self) -> None:
         """litellm keeps its HTTP clients across calls, and a client's pooled connections belong
