@@ -47,6 +47,11 @@ _STATUS_NAME = {code: name for name, code in _STATUS.items()}
 _BATCH = 500
 
 
+def history_files(path: Path) -> list[Path]:
+    """The history file and the files SQLite keeps beside it (WAL, shared memory, journal)."""
+    return [path] + [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
 class AlreadyRecorded(InputError):
     """The run is in the history already."""
 
@@ -173,8 +178,7 @@ class History:
         if info is not None and (stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode)):
             raise InputError("the history is not a regular file (a link, a folder or a device): judgekit "
                              "never writes through it", self.path)
-        for suffix in ("-wal", "-shm", "-journal"):  # SQLite opens (and may delete) these itself
-            side = self.path.with_name(self.path.name + suffix)
+        for side in history_files(self.path)[1:]:  # SQLite opens (and may delete) these itself
             try:
                 side_info = os.lstat(side)
             except FileNotFoundError:

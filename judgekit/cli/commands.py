@@ -16,7 +16,6 @@ from judgekit.cli.loop_cmd import (
     compare_options,
     compare_policy,
     compare_run,
-    history_files,
     history_option,
     open_history,
     report_options,
@@ -82,6 +81,8 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if not dry_run:
         if out is not None:
             prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
+        from judgekit.history import history_files
+
         baseline_file = [Path(baseline)] if do_compare and Path(baseline).exists() else []
         check_outputs({"--out": out, **{f"--{name}": path for name, path in reports.items()}},
                       suite_inputs(loaded) + history_files(history_path) + baseline_file)

@@ -55,10 +55,6 @@ def check_outputs(outputs: dict[str, Path | None], protected: list[Path]) -> Non
         ensure_writable(path)
 
 
-def history_files(path: Path) -> list[Path]:
-    return [path] + [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-
-
 def compare_options(func):
     """--baseline, --max-drop, --max-drop-axis, --axis, --require-baseline."""
     from judgekit.cli._exit import AxisChoice
@@ -163,6 +159,8 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     from judgekit.errors import InputError
     from judgekit.run.record import open_run
 
+    from judgekit.history import history_files
+
     protected = history_files(history_path) + [Path(run_ref)] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
     history = _existing_history(history_path)
@@ -225,6 +223,8 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
     if not (junit or markdown or html):
         raise InputError("nothing to write: pass --junit, --markdown and/or --html")
+    from judgekit.history import history_files
+
     protected = history_files(history_path) + [run_file] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
     record = read_run(run_file)
