@@ -77,6 +77,8 @@ class Axis:
     """The judge prompt's sections: ``(trajectory, evidence, diff, show_output)``."""
     prompt_reads_world: bool = False
     """The prompt shows the end-state diff (so a bad snapshot makes the axis an error)."""
+    prompt_reads_task: bool = True
+    """The judge reads the task (compact prompts leave it out of an axis that does not)."""
     min_quote_chars: Callable[[Any], int] = lambda criteria: 8
     from_verdict: Callable[[Any, Any, JudgeVerdict, Prompt], Any] | None = None
     """``(criteria, deterministic result or None, verdict, prompt) -> result``."""
@@ -98,12 +100,15 @@ class Axis:
         """This axis's result for input it could not score (never pass or fail)."""
         return self.result(status="error", error=message)
 
-    def prompt(self, rubric: Rubric, loaded: LoadedTrajectory, world: WorldState, show_output: bool) -> Prompt:
-        """The judge prompt for this axis (InputError when the world it shows cannot be read)."""
+    def prompt(self, rubric: Rubric, loaded: LoadedTrajectory, world: WorldState, show_output: bool,
+               form: str = "full") -> Prompt:
+        """The judge prompt for this axis in an answer form's template (InputError when the
+        world it shows cannot be read)."""
         criteria = self.criteria(rubric)
         diff = world.diff if self.prompt_reads_world and world.present else None
         return build_prompt(self.name, criteria.guide, loaded.trajectory, self.sections, diff=diff,
-                            show_output=show_output, min_quote_chars=self.min_quote_chars(criteria))
+                            show_output=show_output, min_quote_chars=self.min_quote_chars(criteria),
+                            form=form, reads_task=self.prompt_reads_task)
 
 
 AXES: dict[str, Axis] = {}
@@ -225,7 +230,7 @@ register(Axis(
     criteria=lambda rubric: rubric.faithfulness,
     gate_minimum=lambda policy: policy.min_faithfulness, figure="mean score",
     value=_score, describe=_describe_faithfulness,
-    judged=_always, answer=FaithfulnessAnswer, sections=faithfulness_sections,
+    judged=_always, answer=FaithfulnessAnswer, sections=faithfulness_sections, prompt_reads_task=False,
     min_quote_chars=lambda criteria: criteria.min_quote_chars,
     from_verdict=lambda criteria, result, verdict, prompt: faithfulness_from_verdict(
         verdict, prompt.evidence, criteria, prompt.output),

@@ -22,22 +22,25 @@ from judgekit._io import sha256_json
 from judgekit.diff import Diff, render_text
 from judgekit.trajectory import Trajectory
 
-TEMPLATE_NAME = "judge_v2.txt"
+TEMPLATES = {"full": "judge_v2.txt", "compact": "judge_compact_v1.txt"}
+"""The template of each answer form. The compact one is for small models: fewer words, and
+nothing the axis does not read (no empty block, no headings, no task for faithfulness), since
+reading the prompt is most of a small local judge's time."""
 RENDER_VERSION = "1"  # bump with any change to how sections are rendered
 DIFF_MAX_CHARS = 12000
 RESULT_MAX_CHARS = 4000
 
 
-@lru_cache(maxsize=1)
-def _template() -> tuple[dict[str, str], str]:
-    text = resources.files("judgekit.prompts").joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
+@lru_cache(maxsize=2)
+def _template(form: str = "full") -> tuple[dict[str, str], str]:
+    text = resources.files("judgekit.prompts").joinpath(TEMPLATES[form]).read_text(encoding="utf-8")
     parts = dict(re.findall(r"^=== (\w+) ===\n(.*?)(?=^=== |\Z)", text, flags=re.S | re.M))
     digest = hashlib.sha256((RENDER_VERSION + "\n" + text).encode()).hexdigest()
     return {k: v.strip() for k, v in parts.items()}, digest
 
 
-def template_sha256() -> str:
-    return _template()[1]
+def template_sha256(form: str = "full") -> str:
+    return _template(form)[1]
 
 
 def encode_untrusted(text: str) -> str:
@@ -136,18 +139,29 @@ def build_prompt(
     diff: Diff | None = None,
     show_output: bool = False,
     min_quote_chars: int = 8,
+    form: str = "full",
+    reads_task: bool = True,
 ) -> Prompt:
     """The judge prompt for one axis: the task, then the axis's own sections (``sections_of``,
-    from the axis table), under the template's instructions for that axis."""
-    parts, digest = _template()
+    from the axis table), under the template's instructions for that axis.
+
+    ``form`` picks the template (``TEMPLATES``). The compact form leaves out empty blocks,
+    the section headings (each block names itself) and, when the axis does not read it
+    (``reads_task``), the task."""
+    parts, digest = _template(form)
     if axis not in parts:
         raise ValueError(f"the prompt template has no instructions for axis {axis!r}")
     evidence = evidence_for(trajectory)
     sections: list[Section] = [("Task", "task", [("P", trajectory.prompt)])]
     sections += sections_of(trajectory, evidence, diff, show_output)
+    if form == "compact":
+        sections = [s for s in sections if s[2] and (reads_task or s[1] != "task")]
     # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
     nonce = sha256_json([s[2] for s in sections])[:16]
-    body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)
+    if form == "compact":
+        body = "\n".join(_block(name, items, nonce) for _, name, items in sections)
+    else:
+        body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)
     instructions = parts[axis].replace("{min_quote_chars}", str(min_quote_chars))
     system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
     user = parts["user"].replace("{guide}", guide.strip()).replace("{sections}", body)

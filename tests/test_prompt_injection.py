@@ -141,10 +141,12 @@ def loaded(data: dict[str, Any], tmp_path: Path) -> LoadedTrajectory:
     return LoadedTrajectory(Trajectory.model_validate(data), tmp_path / "t.jsonl", 1)
 
 
-def render(data: dict[str, Any], axis: str, tmp_path: Path):
+def render(data: dict[str, Any], axis: str, tmp_path: Path, form: str = "full"):
     item = loaded(data, tmp_path)
     diff = WorldState(item).diff if axis == "task_success" else None
-    return build_prompt(axis, GUIDE, item.trajectory, axis_named(axis).sections, diff=diff, show_output=True)
+    spec = axis_named(axis)
+    return build_prompt(axis, GUIDE, item.trajectory, spec.sections, diff=diff, show_output=True, form=form,
+                        reads_task=spec.prompt_reads_task)
 
 
 def nonce_of(system: str) -> str:
@@ -185,8 +187,16 @@ def parse(user: str, nonce: str) -> tuple[list[tuple[str, list[tuple[str, str]]]
     return blocks, outside
 
 
-def expected_blocks(data: dict[str, Any], axis: str, tmp_path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
-    """What the blocks must hold, from the trajectory itself (not from the prompt module)."""
+def expected_blocks(data: dict[str, Any], axis: str, tmp_path: Path, form: str = "full") -> list[tuple[str, list[tuple[str, str]]]]:
+    """What the blocks must hold, from the trajectory itself (not from the prompt module). The
+    compact form shows no empty block and no task to faithfulness."""
+    blocks = _all_blocks(data, axis, tmp_path)
+    if form == "compact":
+        blocks = [(name, items) for name, items in blocks if items and not (name == "task" and axis == "faithfulness")]
+    return blocks
+
+
+def _all_blocks(data: dict[str, Any], axis: str, tmp_path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
     traj = Trajectory.model_validate(data)
     task = ("task", [("P", traj.prompt)])
     output = ("output", [("O", traj.output)])
@@ -200,8 +210,10 @@ def expected_blocks(data: dict[str, Any], axis: str, tmp_path: Path) -> list[tup
     return [task, ("diff", [(f"D{i}", line) for i, line in enumerate(diff_text.split("\n"))]), output]
 
 
-def payload_items(where: str, axis: str) -> str | None:
+def payload_items(where: str, axis: str, form: str = "full") -> str | None:
     """The id prefix of the items the payload must be found in, or None when the axis omits it."""
+    if where == "prompt" and axis == "faithfulness" and form == "compact":
+        return None
     if where in ("prompt", "output"):
         return {"prompt": "P", "output": "O"}[where]
     if where.startswith("world"):
@@ -214,7 +226,8 @@ def payload_items(where: str, axis: str) -> str | None:
 @pytest.fixture(scope="module")
 def clean_prompts(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("clean")
-    return {axis: render(CLEAN, axis, tmp) for axis in ("faithfulness", "task_success")}
+    return {(axis, form): render(CLEAN, axis, tmp, form)
+            for axis in ("faithfulness", "task_success") for form in ("full", "compact")}
 
 
 def fragments(payload: str) -> list[str]:
@@ -223,16 +236,17 @@ def fragments(payload: str) -> list[str]:
     return [p[:200] for p in pieces if len(p) >= 6]
 
 
+@pytest.mark.parametrize("form", ["full", "compact"])
 @pytest.mark.parametrize("axis", ["faithfulness", "task_success"])
 @pytest.mark.parametrize(("where", "payload"), CASES)
-def test_injected_text_stays_inside_its_data_item(tmp_path, clean_prompts, where, payload, axis):
+def test_injected_text_stays_inside_its_data_item(tmp_path, clean_prompts, where, payload, axis, form):
     data = inject(where, payload)
-    prompt = render(data, axis, tmp_path)
-    clean = clean_prompts[axis]
+    prompt = render(data, axis, tmp_path, form)
+    clean = clean_prompts[axis, form]
     assert [m["role"] for m in prompt.messages] == ["system", "user"]
     system, user = prompt.messages[0]["content"], prompt.messages[1]["content"]
     nonce, clean_nonce = nonce_of(system), nonce_of(clean.messages[0]["content"])
-    if payload_items(where, axis) is None:  # this axis does not show that part of the run
+    if payload_items(where, axis, form) is None:  # this axis does not show that part of the run
         assert prompt.messages == clean.messages
     else:  # the nonce comes from the data shown: a guess made before it cannot match
         assert nonce != clean_nonce
@@ -245,9 +259,9 @@ def test_injected_text_stays_inside_its_data_item(tmp_path, clean_prompts, where
     clean_blocks, clean_outside = parse(clean.messages[1]["content"], clean_nonce)
     assert outside == clean_outside  # same headings, same guide, same blocks in the same order
     assert [name for name, _ in blocks] == [name for name, _ in clean_blocks]
-    assert blocks == expected_blocks(data, axis, tmp_path)  # every item decodes to its original text
+    assert blocks == expected_blocks(data, axis, tmp_path, form)  # every item decodes to its original text
 
-    prefix = payload_items(where, axis)
+    prefix = payload_items(where, axis, form)
     if prefix is not None:
         texts = [text for item_id, text in blocks_items(blocks) if item_id.startswith(prefix)]
         if where.startswith("world"):

@@ -34,6 +34,9 @@ class CallRequest:
     timeout_s: float
     api_base: str | None = None
     api_key: str | None = None
+    extra_body: dict[str, Any] | None = None
+    """Fields the OpenAI API does not name, sent in the request body as they are (llama.cpp's
+    ``grammar`` for the embedded judge)."""
 
 
 @dataclass
@@ -214,6 +217,8 @@ class LitellmBackend:
             kwargs["api_base"] = request.api_base
         if request.api_key:
             kwargs["api_key"] = request.api_key
+        if request.extra_body:
+            kwargs["extra_body"] = request.extra_body
 
         async def call():
             # A safety net over litellm's own timeout (no extra task, unlike wait_for).

@@ -96,6 +96,16 @@ def local_model_pin(gguf_path: str | Path | None = None, model_name: str = MODEL
     return f"local/{model_name}@sha256:{gguf_sha256(gguf_path or find_gguf())}"
 
 
+def compact_json_grammar(schema: dict[str, Any]) -> str:
+    """llama.cpp's grammar for JSON that matches ``schema`` and holds no whitespace.
+
+    Written in llguidance's form, as llama.cpp's own ``json_schema_to_grammar`` writes it,
+    with llguidance's top-level ``x-guidance`` option that turns flexible whitespace off. Sent as
+    the request's ``grammar`` instead of a ``response_format``."""
+    options = {"x-guidance": {"whitespace_flexible": False}}
+    return "%llguidance {}\nstart: %json " + json.dumps({**options, **schema}, separators=(",", ":"))
+
+
 GENERATE_THREADS = 1
 """Threads that generate the answer. Fixed, not the core count: it changes the verdicts."""
 PROMPT_THREADS = 2

@@ -52,10 +52,12 @@ class JudgeSpec(BaseModel):
     )
     answer: Literal["full", "compact"] | None = Field(
         None,
-        description="The answer schema the judge answers in. full: the axis's answer model. compact: its "
-        "restriction for small judges (few claims and reasons, short texts, evidence ids only among those the "
-        "prompt shows), shorter to generate and always closed within max_tokens. Default: compact for the "
-        "embedded judge (model: local), full for any other. Part of the cache key.",
+        description="The answer schema and prompt the judge answers in. full: the axis's answer model and "
+        "the full prompt. compact: its restriction for small judges (few claims and reasons, short texts, "
+        "evidence ids only among those the prompt shows), shorter to generate and always closed within "
+        "max_tokens, asked in the compact prompt (fewer words, nothing the axis does not read); the embedded "
+        "judge answers it without whitespace. Default: compact for the embedded judge (model: local), full "
+        "for any other. Part of the cache key.",
     )
     show_output_for_task_success: bool = Field(
         False,

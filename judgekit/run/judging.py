@@ -24,6 +24,7 @@ from judgekit._time import utc_now
 from judgekit._version import __version__
 from judgekit.cache import CacheWriter, VerdictStore, cache_key
 from judgekit.judge.backend import Backend, CallFailed, CallRequest, LitellmBackend, litellm_version
+from judgekit.judge.local import compact_json_grammar
 from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.prompt import Prompt
 from judgekit.rubric import Rubric
@@ -114,13 +115,28 @@ class JudgeJob:
         """The schema the judge answers in: its spec's answer form for this prompt's evidence."""
         return self._answer_schema[0]
 
+    @property
+    def compact_decoding(self) -> bool:
+        """The embedded judge answers compact schemas under a grammar that admits no whitespace
+        (llama.cpp's own ``response_format`` grammar lets a small model spend most of its
+        tokens on indentation: measured 40 instead of 130-220 tokens per answer)."""
+        return self.judge.embedded and self.judge.spec.answer_form == "compact"
+
+    def request_format(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """``(response_format, extra_body)`` of this job's request."""
+        if self.compact_decoding:
+            return None, {"grammar": compact_json_grammar(self.response_schema)}
+        return response_format(self.response_schema), None
+
     @cached_property
     def key(self) -> str:
         """The verdict's cache key (computed once: a job does not change once built)."""
         repeat = {"repeat": self.repeat} if self.repeat else {}
+        decoding = {"decoding": "compact-json-grammar"} if self.compact_decoding else {}
         return cache_key(
             {
                 **repeat,
+                **decoding,
                 "rubric": self.rubric.ref,
                 "rubric_sha256": self.rubric.sha256(),
                 "axis": self.axis,
@@ -427,10 +443,12 @@ class JudgeRunner:
 
         spec = job.judge.spec
         connection = self.connect(job.judge)
+        answer_format, extra_body = job.request_format()
         request = CallRequest(
             model=job.judge.litellm_model,
             messages=job.prompt.messages,
-            response_format=response_format(job.response_schema),
+            response_format=answer_format,
+            extra_body=extra_body,
             temperature=spec.temperature,
             seed=spec.seed,
             max_tokens=spec.max_tokens,

@@ -205,7 +205,7 @@ class Planner:
             spec = judge_spec_for(rubric, axis.name, self.loaded.suite.judge, self.override)
             target = self.resolver.resolve(spec)
             try:
-                prompt = axis.prompt(rubric, item, world, spec.show_output_for_task_success)
+                prompt = axis.prompt(rubric, item, world, spec.show_output_for_task_success, target.spec.answer_form)
             except InputError as exc:  # the prompt shows a world that cannot be read
                 result.axes[axis.name] = axis.error(str(exc))
                 continue
