@@ -147,10 +147,10 @@ class SuiteFile(pytest.File):
                 yield AxisItem.from_parent(self, name=f"{one_line(tid)}::{axis}", trajectory_id=tid, axis=axis,
                                            source=(item.path, item.line))
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo):  # pytest.Collector's signature: (excinfo) only
         if isinstance(excinfo.value, SuiteRunError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
 
 class AxisItem(pytest.Item):

@@ -69,3 +69,53 @@ def test_the_grammar_is_the_form_llama_cpp_writes_itself():
     ours = compact_json_grammar(schema)
     assert native.split("%json ")[0] == ours.split("%json ")[0]  # llguidance's header, as this build writes it
     assert json.loads(native.split("%json ", 1)[1]) == schema
+
+
+def test_another_generating_thread_count_is_another_endpoint(monkeypatch):
+    # Measured: 1 and 2 generating threads answer the same prompt differently, so a verdict
+    # cached under one count must not answer a run under the other.
+    [default] = faithfulness_jobs()[:1]
+    monkeypatch.setenv("JUDGEKIT_LOCAL_THREADS", "2")
+    [two] = faithfulness_jobs()[:1]
+    assert default.judge.endpoint == "embedded"
+    assert two.judge.endpoint == "embedded (2 generating threads)"
+    assert two.key != default.key
+    monkeypatch.setenv("JUDGEKIT_LOCAL_THREADS", "1")  # the default, named: the same verdicts
+    assert faithfulness_jobs()[0].key == default.key
+
+
+class CannedBackend:
+    """Answers every request with one valid compact answer and no price (litellm's cost map does
+    not list the local model); records the requests."""
+
+    def __init__(self):
+        self.requests = []
+
+    def prepare(self):
+        pass
+
+    def close(self):
+        pass
+
+    async def complete(self, request, *, max_attempts=None):
+        from judgekit.judge.backend import RawReply
+
+        self.requests.append(request)
+        return RawReply(content='{"claims":[]}', refusal=None, reported_model="smollm2-135m-instruct",
+                        prompt_tokens=400, completion_tokens=12, cost_usd=None, attempts=1, finish_reason="stop")
+
+
+def test_embedded_calls_cost_nothing_and_are_sent_with_the_grammar():
+    import asyncio
+
+    from judgekit.judge.target import Connection
+    from judgekit.run.judging import JudgeRunner
+
+    backend = CannedBackend()
+    jobs = faithfulness_jobs()[:2]
+    runner = JudgeRunner(backend=backend, connect=lambda target: Connection("http://127.0.0.1:9/v1", "k"))
+    verdicts = asyncio.run(runner.run(jobs))
+    assert [v.status for v in verdicts] == ["scored", "scored"]
+    assert runner.ledger.calls == 2 and runner.ledger.cost_usd == 0.0 and runner.ledger.calls_without_cost == 0
+    assert all(v.provenance.cost_usd == 0.0 for v in verdicts)
+    assert all(r.response_format is None and r.extra_body["grammar"].startswith("%llguidance") for r in backend.requests)

@@ -120,8 +120,17 @@ def _threads(variable: str, default: int) -> int:
 
 
 def _default_threads() -> int:
-    """``JUDGEKIT_LOCAL_THREADS`` if set (verdicts may then differ from other machines'), else 1."""
+    """``JUDGEKIT_LOCAL_THREADS`` if set (verdicts may then differ from other machines', and are
+    cached apart: see ``embedded_endpoint``), else 1."""
     return _threads("JUDGEKIT_LOCAL_THREADS", GENERATE_THREADS)
+
+
+def embedded_endpoint() -> str:
+    """The embedded judge's endpoint (part of its verdicts' cache key and fingerprint):
+    ``embedded``, or with the generating threads named when ``JUDGEKIT_LOCAL_THREADS`` sets
+    another count than the default, since that changes the verdicts."""
+    threads = _default_threads()
+    return "embedded" if threads == GENERATE_THREADS else f"embedded ({threads} generating threads)"
 
 
 def _default_prompt_threads() -> int:

@@ -67,12 +67,13 @@ class JudgeResolver:
 
     def _resolve(self, spec: JudgeSpec) -> JudgeTarget:
         if spec.model == LOCAL_MODEL:
-            from judgekit.judge.local import LITELLM_MODEL, local_model_pin
+            from judgekit.judge.local import LITELLM_MODEL, embedded_endpoint, local_model_pin
 
             # The weights are pinned by their sha256 and served in-process on a fresh port each
             # run: the endpoint is the embedded server, whatever its port.
             return JudgeTarget(spec=spec, litellm_model=LITELLM_MODEL, model_pin=local_model_pin(),
-                               endpoint="embedded", embedded=True, override=self._override.active, max_concurrency=1)
+                               endpoint=embedded_endpoint(), embedded=True, override=self._override.active,
+                               max_concurrency=1)
         floating = check_pinned(spec.model, allow_floating=self._allow_floating)
         if spec.api_base:
             parts = urlsplit(spec.api_base.strip())

@@ -484,12 +484,15 @@ class JudgeRunner:
             self.ledger.completion_tokens += reply.completion_tokens
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
-            if reply.cost_usd is None:
+            # The embedded judge runs on this machine: no provider bill, so $0 (as the dry run
+            # estimates it), not the "unknown" of a model litellm's cost map does not list.
+            priced = 0.0 if job.judge.embedded else reply.cost_usd
+            if priced is None:
                 self.ledger.calls_without_cost += 1
                 cost = None
             else:
-                self.ledger.cost_usd += reply.cost_usd
-                cost = None if cost is None else cost + reply.cost_usd
+                self.ledger.cost_usd += priced
+                cost = None if cost is None else cost + priced
             usage = {
                 "reported_model": reply.reported_model,
                 "model_mismatch": _mismatch(job.judge, reply.reported_model),
