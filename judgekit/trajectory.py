@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit._io import iter_jsonl
 from judgekit.world import SnapshotPolicy, SnapshotSpec
@@ -56,6 +56,16 @@ class World(BaseModel):
     )
 
 
+class UserTurn(BaseModel):
+    """A message from the user after the prompt, in a run of several turns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="What the user said.")
+    before_call: int = Field(ge=0, description="How many calls the agent had made when the user said it "
+                             "(the index of the first call after it).")
+
+
 class Trajectory(BaseModel):
     """One agent run."""
 
@@ -76,6 +86,20 @@ class Trajectory(BaseModel):
     )
     latency_s: float | None = Field(None, ge=0, description="Wall time of the whole run, in seconds.")
     world: World | None = Field(None, description="World snapshots, when the task changes a world.")
+    turns: list[UserTurn] = Field(
+        default_factory=list,
+        description="Later messages from the user, in order, each placed among the calls (a user's "
+        "confirmation before a destructive call is one). Importers also put them in context.",
+    )
+
+    @model_validator(mode="after")
+    def _turns_among_calls(self) -> Trajectory:
+        placed = [turn.before_call for turn in self.turns]
+        if any(at > len(self.calls) for at in placed):
+            raise ValueError(f"a turn is placed after call {max(placed)}, but the run made {len(self.calls)} call(s)")
+        if placed != sorted(placed):
+            raise ValueError("turns must be in order (before_call never decreasing)")
+        return self
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from judgekit._io import describe_validation_error, strict_json_loads
 from judgekit.errors import InputError
-from judgekit.trajectory import Call, Trajectory
+from judgekit.trajectory import Call, Trajectory, UserTurn
 
 
 def _text(content: Any) -> str:
@@ -45,7 +45,8 @@ def messages_to_trajectory(
     """Join assistant ``tool_calls`` with ``tool`` messages by ``tool_call_id``.
 
     ``prompt`` defaults to the first user message; later user turns and system messages become
-    context (claims may cite them). ``output`` is the last assistant text, or every assistant
+    context (claims may cite them), and the user turns are also ``turns``, each placed among the
+    calls (a safety scan reads a confirmation from them). ``output`` is the last assistant text, or every assistant
     text in order when the answer is spread over a conversation.
     """
     path, line, label = where
@@ -61,6 +62,7 @@ def _convert(messages, trajectory_id, prompt, metadata, output, is_error, latenc
     by_id: dict[str, int] = {}
     context: dict[str, str] = {}
     answers: list[str] = []
+    turns: list[UserTurn] = []
     first_user: str | None = None
     for n, message in enumerate(messages):
         if not isinstance(message, dict) or "role" not in message:
@@ -74,6 +76,7 @@ def _convert(messages, trajectory_id, prompt, metadata, output, is_error, latenc
                 first_user = text
             else:
                 context[f"user-{n}"] = text
+                turns.append(UserTurn(text=text, before_call=len(calls)))
         elif role == "assistant":
             text = _text(message.get("content"))
             if text:
@@ -109,4 +112,5 @@ def _convert(messages, trajectory_id, prompt, metadata, output, is_error, latenc
         context=context,
         metadata=metadata or {},
         latency_s=latency_s,
+        turns=turns,
     )
