@@ -8,8 +8,12 @@ value inside a line, and ``json_text`` does the same inside JSON output (still v
 
 Secrets: the API keys judgekit reads from the environment are registered here
 (``register_secret``) and ``redact`` masks them, and common key shapes, in every text judgekit
-writes: run records, reports, the cache, calibration files, the terminal. A server that echoes
-the key in an error body cannot get it written anywhere.
+writes: run records, reports, the cache, the history, calibration files, the terminal. A server
+that echoes the key in an error body cannot get it written anywhere. Then it masks what
+detect-secrets' detectors find (``judgekit.safety.secrets``: API keys and tokens, private keys,
+passwords, high-entropy strings) as ``[SECRET <kind> sha256:<8 hex>]``, so a secret an agent
+leaked in its output, a call or its world is not copied into judgekit's files either. Text with
+no candidate for it (no long key-like token, no password word) costs one regex scan.
 """
 
 from __future__ import annotations
@@ -62,8 +66,11 @@ _SHAPES = re.compile(
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
     r")|(?<=Bearer )[A-Za-z0-9._~+/-]{16,}=*"  # an Authorization header, echoed
 )
+# What every shape above holds: most text has none of it, and is not scanned (the scan is slow).
+_SHAPE_HINT = re.compile(r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abprs]-|AIza|Bearer ")
 _secrets: set[str] = set()
 _lock = threading.Lock()
+_mask_secrets = None
 
 
 def register_secret(value: str | None) -> None:
@@ -76,8 +83,12 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret and every common key shape replaced by MASK."""
+    """``text`` with every registered secret and every common key shape replaced by MASK, and
+    every secret detect-secrets finds by its own mask (``judgekit.safety.secrets.mask_secrets``)."""
+    global _mask_secrets
     for secret in sorted(_secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
-    return _SHAPES.sub(MASK, text)
+    if _mask_secrets is None:  # imported here: light, and detect-secrets itself loads on a candidate only
+        from judgekit.safety.secrets import mask_secrets as _mask_secrets
+    return _mask_secrets(_SHAPES.sub(MASK, text) if _SHAPE_HINT.search(text) else text)

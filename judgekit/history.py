@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judgekit._text import redact
 from judgekit._time import utc_now
 from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, run_rows
 from judgekit._io import strict_json_loads
@@ -99,6 +100,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             run_pk INTEGER NOT NULL, trajectory_pk INTEGER NOT NULL, axis_pk INTEGER NOT NULL,
             status INTEGER NOT NULL, score REAL, judge_pk INTEGER, lost TEXT, note TEXT,
             PRIMARY KEY (run_pk, trajectory_pk, axis_pk)) WITHOUT ROWID;
+    """),
+    Migration(2, "safety scans", """
+        CREATE TABLE safety_scans (
+            pk INTEGER PRIMARY KEY,
+            scan_id TEXT NOT NULL UNIQUE,
+            suite TEXT NOT NULL,
+            git_commit TEXT,
+            git_dirty INTEGER,
+            ran_as TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            trajectories INTEGER NOT NULL,
+            findings INTEGER NOT NULL,
+            open_findings INTEGER NOT NULL,
+            stop_ship INTEGER NOT NULL,
+            document TEXT NOT NULL,
+            recorded_at TEXT NOT NULL);
+        CREATE INDEX safety_scans_by_suite ON safety_scans (suite, started_at);
     """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -313,7 +332,7 @@ class History:
                      header.judgekit_version, footer.trajectories,
                      None if gate_passed is None else int(gate_passed),
                      None if compare_passed is None else int(compare_passed), int(green), rubrics,
-                     header.model_dump_json(), footer.model_dump_json(), utc_now().isoformat()))
+                     redact(header.model_dump_json()), redact(footer.model_dump_json()), utc_now().isoformat()))
                 run_pk = cursor.lastrowid
                 trajectory_pks = self._trajectory_pks(rows.ids)
                 for name, by_id in rows.rows.items():
@@ -324,7 +343,8 @@ class History:
                         "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         ((run_pk, trajectory_pks[row.trajectory_id], axis_pk, _STATUS[row.status], row.score,
                           judge_pks[row.judge] if row.judge is not None else None,
-                          json.dumps(row.lost, ensure_ascii=False) if row.lost else None, row.note)
+                          redact(json.dumps(row.lost, ensure_ascii=False)) if row.lost else None,
+                          row.note and redact(row.note))
                          for row in by_id.values()))
                     scores = [row.score for row in by_id.values() if row.status == "scored"]
                     statuses = [row.status for row in by_id.values()]
@@ -338,6 +358,50 @@ class History:
             self._axis_pks.clear()  # pks seen inside a transaction that rolled back are not real
             self._judge_pks.clear()
         return self.find(header.run_id)
+
+    def record_safety(self, report) -> str:
+        """Record a safety scan (a ``SafetyReport``, its evidence already masked); returns its id."""
+        document = redact(report.model_dump_json())
+        try:
+            with self._transaction():
+                if self._conn.execute("SELECT 1 FROM safety_scans WHERE scan_id = ?", (report.scan_id,)).fetchone():
+                    raise AlreadyRecorded(f"safety scan {report.scan_id} is already in the history", self.path)
+                self._conn.execute(
+                    "INSERT INTO safety_scans (scan_id, suite, git_commit, git_dirty, ran_as, started_at, finished_at, "
+                    "trajectories, findings, open_findings, stop_ship, document, recorded_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (report.scan_id, report.suite, report.project.git_commit,
+                     None if report.project.git_dirty is None else int(report.project.git_dirty), report.ran_as,
+                     report.started_at.isoformat(), report.finished_at.isoformat(), report.trajectories,
+                     len(report.findings), sum(1 for f in report.findings if f.waived_by is None and f.stop_ship),
+                     int(report.stop_ship), document, utc_now().isoformat()))
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"could not record the safety scan: {exc}", self.path) from None
+        return report.scan_id
+
+    def safety_scans(self, *, suite: str | None = None, limit: int | None = 20) -> list[dict[str, Any]]:
+        """The newest safety scans first: id, suite, commit, who ran it, counts, stop-ship."""
+        sql = ("SELECT scan_id, suite, git_commit, git_dirty, ran_as, started_at, trajectories, findings, "
+               "open_findings, stop_ship FROM safety_scans")
+        params: list[Any] = []
+        if suite is not None:
+            sql += " WHERE suite = ?"
+            params.append(suite)
+        sql += " ORDER BY started_at DESC, pk DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        names = ("scan_id", "suite", "git_commit", "git_dirty", "ran_as", "started_at", "trajectories", "findings",
+                 "open_findings", "stop_ship")
+        scans = []
+        for row in self._query(sql, params):
+            scan = dict(zip(names, row))
+            if not all(isinstance(scan[k], int) for k in ("trajectories", "findings", "open_findings", "stop_ship")):
+                raise self._malformed("a safety scan's counts")
+            scan["started_at"] = self._time(scan["started_at"])
+            scan["stop_ship"], scan["git_dirty"] = bool(scan["stop_ship"]), _bool(scan["git_dirty"])
+            scans.append(scan)
+        return scans
 
     def mark(self, run_id: str, *, compare_passed: bool) -> RunInfo:
         """Set a recorded run's comparison outcome (and so whether it is green)."""
