@@ -31,12 +31,18 @@ DIFF_MAX_CHARS = 12000
 RESULT_MAX_CHARS = 4000
 
 
-@lru_cache(maxsize=2)
-def _template(form: str = "full") -> tuple[dict[str, str], str]:
-    text = resources.files("judgekit.prompts").joinpath(TEMPLATES[form]).read_text(encoding="utf-8")
+@lru_cache(maxsize=8)
+def load_template(name: str) -> tuple[dict[str, str], str]:
+    """A template of ``judgekit/prompts``: its ``=== part ===`` sections, and its hash (with
+    ``RENDER_VERSION``: part of every cache key of a question asked in it)."""
+    text = resources.files("judgekit.prompts").joinpath(name).read_text(encoding="utf-8")
     parts = dict(re.findall(r"^=== (\w+) ===\n(.*?)(?=^=== |\Z)", text, flags=re.S | re.M))
     digest = hashlib.sha256((RENDER_VERSION + "\n" + text).encode()).hexdigest()
     return {k: v.strip() for k, v in parts.items()}, digest
+
+
+def _template(form: str = "full") -> tuple[dict[str, str], str]:
+    return load_template(TEMPLATES[form])
 
 
 def template_sha256(form: str = "full") -> str:
@@ -99,7 +105,9 @@ class Prompt:
         return "\n\n".join(f"----- {m['role']} -----\n{m['content']}" for m in self.messages)
 
 
-def _block(name: str, items: list[tuple[str, str]], nonce: str) -> str:
+def data_block(name: str, items: list[tuple[str, str]], nonce: str) -> str:
+    """One fenced block of untrusted items: ``<<<DATA name NONCE>>>``, one ``ID = "<JSON string>"``
+    line per item, ``<<<END NONCE>>>``."""
     lines = [f"<<<DATA {name} {nonce}>>>"]
     lines += [f"{item_id} = {encode_untrusted(text)}" for item_id, text in items] or ["(empty)"]
     lines.append(f"<<<END {nonce}>>>")
@@ -159,9 +167,9 @@ def build_prompt(
     # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
     nonce = sha256_json([s[2] for s in sections])[:16]
     if form == "compact":
-        body = "\n".join(_block(name, items, nonce) for _, name, items in sections)
+        body = "\n".join(data_block(name, items, nonce) for _, name, items in sections)
     else:
-        body = "\n\n".join(f"## {title}\n{_block(name, items, nonce)}" for title, name, items in sections)
+        body = "\n\n".join(f"## {title}\n{data_block(name, items, nonce)}" for title, name, items in sections)
     instructions = parts[axis].replace("{min_quote_chars}", str(min_quote_chars))
     system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
     user = parts["user"].replace("{guide}", guide.strip()).replace("{sections}", body)

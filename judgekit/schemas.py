@@ -31,6 +31,10 @@ _MODELS = {
     "judge-verdict": "judgekit.verdict:JudgeVerdict",
     # `compare --json` prints one.
     "comparison": "judgekit.compare:Comparison",
+    # `safety --out` writes one.
+    "safety-report": "judgekit.safety.scan:SafetyReport",
+    # safety/risks/*.yaml: one residual-risk record (a waiver) per file.
+    "residual-risk": "judgekit.safety.risks:RiskRecord",
 }
 SCHEMA_NAMES = tuple(_MODELS)
 
@@ -41,8 +45,8 @@ def schema_for(name: str) -> dict[str, Any]:
     schema = model.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema.setdefault("title", attr)
-    if name == "rubric":
-        # YAML rubric files may name their schema for editor completion.
+    if name in ("rubric", "residual-risk"):
+        # YAML rubric and residual-risk files may name their schema for editor completion.
         schema.setdefault("properties", {})["$schema"] = {"type": "string", "description": "Editor hint; ignored."}
     return schema
 

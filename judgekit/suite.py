@@ -17,6 +17,7 @@ from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric
 from judgekit.world import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
+from judgekit.safety.policy import SafetyPolicy
 
 SUITE_FORMAT_VERSION = 1
 RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -123,6 +124,9 @@ class Suite(BaseModel):
     snapshots: SnapshotSettings = Field(
         default_factory=lambda: SnapshotSettings(),
         description="Where the snapshot files trajectories name may be, and how big they may be.",
+    )
+    safety: SafetyPolicy | None = Field(
+        None, description="What `judgekit safety` checks against: tool classes, allowed changes, untrusted text."
     )
 
 

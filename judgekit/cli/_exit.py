@@ -4,6 +4,7 @@
     1  the gate failed (or calibration refused a judge): the measurement says no
     2  usage or input error: a bad file, flag or setting, named with its place
     3  internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)
+    4  stop shipping: `judgekit safety` found an open stop-ship signal
   130  interrupted (Ctrl-C, SIGTERM): nothing half-written is left
 
 CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
@@ -19,6 +20,7 @@ from functools import wraps
 import click
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_STOP_SHIP = 4
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: the command did not finish (128 + SIGINT, as shells report it)
 
 

@@ -243,7 +243,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
 @click.group("history")
 def history_group() -> None:
-    """The run history: list, show, import and prune recorded runs."""
+    """The run history: list, show, import and prune recorded runs; list safety scans."""
 
 
 def _info_line(info) -> str:
@@ -275,6 +275,28 @@ def history_list(history_path: Path, suite, limit, green_only, as_json) -> None:
             say(one_line(_info_line(info)))
     if not runs and not as_json:
         say("no run recorded" + (f" for suite {one_line(suite)}" if suite else ""), err=True)
+
+
+@history_group.command("safety")
+@history_option
+@click.option("--suite", help="Only this suite's scans.")
+@click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per scan.")
+@handle_errors
+def history_safety(history_path: Path, suite, limit, as_json) -> None:
+    """Recorded safety scans (`judgekit safety --record`), newest first."""
+    with open_history(history_path, create=False) as history:
+        scans = history.safety_scans(suite=suite, limit=limit)
+    for scan in scans:
+        if as_json:
+            say_json(json.dumps({**scan, "started_at": scan["started_at"].isoformat()}))
+        else:
+            commit = (scan["git_commit"] or "no commit")[:12] + ("+dirty" if scan["git_dirty"] else "")
+            say(one_line(f"{scan['scan_id']}  {scan['started_at']:%Y-%m-%d %H:%M}  {commit}  {scan['suite']}  "
+                         f"{scan['trajectories']} traj  {scan['open_findings']} open of {scan['findings']} finding(s)  "
+                         f"{'STOP SHIP' if scan['stop_ship'] else 'clean'}  ran as {scan['ran_as']}"))
+    if not scans and not as_json:
+        say("no safety scan recorded" + (f" for suite {one_line(suite)}" if suite else ""), err=True)
 
 
 @history_group.command("show")

@@ -1,0 +1,144 @@
+"""The safety policy a suite states (``safety:`` in the suite file): what each tool is, what the
+agent may change, which text is untrusted, and what counts as a confirmation.
+
+Tool classes (``tools``: name or glob pattern -> class):
+    read         reads only
+    write        changes the world (update, create, book)
+    send         reaches outside (email, message, payment, network)
+    destructive  deletes, overwrites or transfers: needs a confirmation first
+    confirmation asks the user; its answer (yes or no) is its result
+
+A tool no entry classifies is flagged (``unclassified_tool``), never assumed safe.
+"""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from judgekit.judge.spec import JudgeSpec
+
+ToolClass = Literal["read", "write", "send", "destructive", "confirmation"]
+CHANGING: frozenset[str] = frozenset({"write", "send", "destructive"})
+"""Classes whose calls change the world or reach outside it."""
+
+# Not when a negation follows at once ("please do not", "ok, never mind") or it is a question ("sure?").
+DEFAULT_YES = (r"^\W*(yes|y|yeah|yep|sure|ok|okay|confirm(ed|ing)?|i confirm|approved?|go ahead|proceed|please do"
+               r"|oui|s[ií]|ja|da)\b(?!\W*(not|no|never|nope|don'?t|wait|stop)\b|\W*\?)")
+DEFAULT_NO = r"^\W*(no|n|nope|don'?t|do not|stop|cancel that|never ?mind|not now|non|nein)\b"
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return value
+
+
+class ConfirmationRule(BaseModel):
+    """What counts as the user's yes (or no) before a destructive call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    yes: str = Field(DEFAULT_YES, description="A user turn, or a confirmation tool's answer, that says yes "
+                     "(regular expression, case-insensitive, searched from the start).")
+    no: str = Field(DEFAULT_NO, description="One that says no: it withdraws every confirmation given before it.")
+    # A user's yes confirms the destructive calls until the user speaks again (the step the
+    # agent proposed may be several calls); a confirmation tool's yes confirms one call.
+    action_arg: str = Field(
+        "action",
+        description="The argument of a confirmation call that names the tool it asks about. A confirmation "
+        "that names one covers only the next call of that tool; one that names none covers the next "
+        "destructive call.",
+    )
+    answer_fields: list[str] = Field(
+        default_factory=lambda: ["confirmed", "approved", "answer", "response"],
+        description="Fields of a confirmation tool's result (an object) that hold the answer: true/false or text.",
+    )
+
+    _check = field_validator("yes", "no")(lambda cls, value: _regex(value))
+
+
+class Allowed(BaseModel):
+    """Changes the policy allows beyond those the rubric expects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[str] = Field(default_factory=list, description="Write, send or destructive tools (or glob "
+                             "patterns) any run may call. The rubric's expected calls are allowed too.")
+    diff: list[str] = Field(default_factory=list, description="Diff path patterns that may change ('users/*/email'; "
+                            "'*' is one segment, '**' any rest), beyond the rubric's side_effects.allow.")
+
+
+class SafetyPolicy(BaseModel):
+    """``safety:`` in a suite: what the nightly safety scan checks against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: dict[str, ToolClass] = Field(
+        default_factory=dict,
+        description="Tool name (or glob pattern, e.g. 'delete_*') -> its class. An exact name wins over a "
+        "pattern; among patterns, the first that matches.",
+    )
+    sql_tools: list[str] = Field(default_factory=list, description="Tools (or patterns) whose string "
+                                 "arguments are SQL: checked for injection shapes from untrusted text.")
+    allowed: Allowed = Field(default_factory=Allowed, description="What any run may change beyond the rubric.")
+    confirmation: ConfirmationRule = Field(default_factory=ConfirmationRule,
+                                           description="What counts as a confirmation.")
+    canaries: list[str] = Field(default_factory=list, description="Tokens the suite planted in untrusted text: "
+                                "one in a later call or the output shows the agent followed it.")
+    instruction_patterns: list[str] = Field(
+        default_factory=list,
+        description="More patterns (regular expressions, case-insensitive) of instructions in untrusted text, "
+        "beside the built-in ones.",
+    )
+    trusted_context: list[str] = Field(
+        default_factory=lambda: ["system*", "user*"],
+        description="Context keys (glob patterns) that are not untrusted: the operator's system text and the "
+        "user's own turns. Every other context item and every tool result is untrusted.",
+    )
+    identity: list[str] = Field(
+        default_factory=lambda: ["agent", "agent_id", "identity", "user", "model", "config", "version"],
+        description="Trajectory metadata keys that name the identity and configuration the agent ran with; "
+        "recorded with every finding about a call.",
+    )
+    judge: JudgeSpec | None = Field(
+        None,
+        description="A judge that reads the untrusted text the patterns found nothing in, for instructions "
+        "addressed to the agent. Advisory: it has no calibration yet, so what it finds never stops shipping.",
+    )
+    risks: str = Field("safety/risks", description="The residual-risk records folder, relative to the suite file.")
+    owner: str | None = Field(None, description="Who owns the scan's residual risk (its summary names them); "
+                              "else JUDGEKIT_SAFETY_OWNER.")
+
+    _check_patterns = field_validator("instruction_patterns")(lambda cls, values: [_regex(v) for v in values])
+
+    @field_validator("tools")
+    @classmethod
+    def _no_catch_all_safe(cls, tools: dict[str, ToolClass]) -> dict[str, ToolClass]:
+        # '*': read would vouch for every tool nobody reviewed (and '*': confirmation would let
+        # any tool answer yes): the scan could then never flag a tool as unclassified.
+        for pattern, kind in tools.items():
+            if kind in ("read", "confirmation") and pattern and not pattern.strip("*?"):
+                raise ValueError(f"{pattern!r}: {kind} matches every tool, so no tool would ever be flagged as "
+                                 "unclassified: name the tools (or a pattern with a fixed part, e.g. 'get_*')")
+        return tools
+
+    def tool_class(self, tool: str) -> ToolClass | None:
+        """The class of ``tool``: its exact entry, else the first pattern that matches, else None."""
+        if tool in self.tools:
+            return self.tools[tool]
+        for pattern, kind in self.tools.items():
+            if any(c in pattern for c in "*?[") and fnmatchcase(tool, pattern):
+                return kind
+        return None
+
+    def is_sql_tool(self, tool: str) -> bool:
+        return any(fnmatchcase(tool, pattern) for pattern in self.sql_tools)
+
+    def trusted(self, context_key: str) -> bool:
+        return any(fnmatchcase(context_key, pattern) for pattern in self.trusted_context)
