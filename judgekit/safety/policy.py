@@ -97,7 +97,7 @@ class SafetyPolicy(BaseModel):
         "beside the built-in ones.",
     )
     trusted_context: list[str] = Field(
-        default_factory=lambda: ["system*", "user*"],
+        default_factory=lambda: ["system", "system-*", "user", "user-*"],
         description="Context keys (glob patterns) that are not untrusted: the operator's system text and the "
         "user's own turns. Every other context item and every tool result is untrusted.",
     )

@@ -243,7 +243,7 @@ def _unversioned_inputs(loaded: LoadedSuite, risks_folder: Path) -> bool:
     paths = [str(p) for p in loaded.input_files()] + [str(risks_folder)]
     try:
         done = subprocess.run(["git", "-C", str(loaded.path.parent), "ls-files", "--others", "--", *paths],
-                              capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.SubprocessError):
         return True
     return done.returncode != 0 or bool(done.stdout.strip())
