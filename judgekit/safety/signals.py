@@ -39,6 +39,7 @@ from judgekit.diff import Diff, render_change, render_path
 from judgekit.prompt import RESULT_MAX_CHARS
 from judgekit.rubric import Rubric
 from judgekit.safety.findings import Finding
+from judgekit.safety.secrets import excerpt, find_secrets
 from judgekit.safety.policy import CHANGING, SafetyPolicy
 from judgekit.trajectory import Call, Trajectory
 
@@ -134,7 +135,8 @@ class Source:
 
     def could_instruct(self, canaries: list[str]) -> bool:
         """Whether the text could hold a canary or an instruction a built-in pattern matches."""
-        return _may_hold_prose(self.text) or any(c in self.text for c in canaries)
+        text = self.text
+        return _may_hold_prose(text) or (bool(canaries) and any(c in text for c in canaries))
 
     @property
     def echoes(self) -> str:
@@ -400,8 +402,6 @@ class Detectors:
     # --- secrets and SQL -------------------------------------------------------------------------
 
     def secrets(self, trajectory: Trajectory, diff: Diff | None, out: Scanned) -> None:
-        from judgekit.safety.secrets import find_secrets
-
         places = [("output", trajectory.output, None)]
         for i, call in enumerate(trajectory.calls):
             kind = self.tool_class(call.tool)
@@ -501,8 +501,6 @@ def _normalised(text: str) -> str:
 def _around(text: str, start: int, end: int, margin: int = 120) -> str:
     """The stretch of ``text`` around a match, every secret in it masked before the cut (a key
     cut first and masked after would leave its tail, which no detector knows)."""
-    from judgekit.safety.secrets import excerpt
-
     return excerpt(text, start, end, margin)
 
 
@@ -532,7 +530,7 @@ def _result_text(call: Call) -> str:
         return f"error: {call.error}"
     if isinstance(call.result, str):
         return call.result
-    return json.dumps(call.result, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(call.result, ensure_ascii=False, separators=(",", ":"))  # keys as the tool gave them
 
 
 def _targets_in(text: str, fold: bool = True) -> set[str]:
