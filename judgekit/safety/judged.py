@@ -14,18 +14,14 @@ yet), so what it finds is **advisory**: reported, never a stop-ship finding, and
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from judgekit._io import sha256_json
-from judgekit.prompt import Evidence, Prompt, data_block
+from judgekit.prompt import Evidence, Prompt, data_block, load_template
 from judgekit.rubric import Rubric
 from judgekit.verdict import COMPACT_CHARS, _Answer, _object, register_answer
 
@@ -53,16 +49,9 @@ class InjectionAnswer(_Answer):
 register_answer(QUESTION, InjectionAnswer)
 
 
-@lru_cache(maxsize=1)
-def _template() -> tuple[dict[str, str], str]:
-    text = resources.files("judgekit.prompts").joinpath(TEMPLATE).read_text(encoding="utf-8")
-    parts = dict(re.findall(r"^=== (\w+) ===\n(.*?)(?=^=== |\Z)", text, flags=re.S | re.M))
-    return {k: v.strip() for k, v in parts.items()}, hashlib.sha256(text.encode()).hexdigest()
-
-
 def injection_prompt(where: str, text: str) -> Prompt:
     """The question about one untrusted source, its text fenced as data."""
-    parts, digest = _template()
+    parts, digest = load_template(TEMPLATE)
     items = [("W", where), ("U", text)]  # where names a tool: untrusted too
     nonce = sha256_json(items)[:16]
     system = parts["system"].replace("{nonce}", nonce)
