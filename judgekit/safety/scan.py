@@ -177,6 +177,10 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                 findings.append(ScanFinding(**finding.model_dump(), waived_by=waiver.name if waiver else None))
 
     count = 0
+    # Only the judge needs trajectories kept (its questions go in batches); without it each is
+    # settled at once: 64 parsed trajectories alive at a time cost the garbage collector ~25%
+    # of the scan (measured).
+    window_size = JUDGE_WINDOW if judge is not None else 1
     window: list[tuple[Rubric, Trajectory, Scanned]] = []
     try:
         for rubric, item in iter_trajectories_of(loaded):
@@ -188,7 +192,7 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                 raise InputError(f"trajectory {item.trajectory.id}: its world could not be read, so the scan cannot "
                                  f"vouch for it: {exc}", item.path, item.line) from None
             window.append((rubric, item.trajectory, detectors.scan(item.trajectory, rubric, diff)))
-            if len(window) >= JUDGE_WINDOW:
+            if len(window) >= window_size:
                 settle(window)
                 window = []
         settle(window)
