@@ -73,9 +73,14 @@ def _cut(text: str) -> str:
     return text
 
 
+def sent_text(call) -> str:
+    """What the agent sent: ``tool({args})``, whole (the safety scan reads all of it)."""
+    return f"{call.tool}({json.dumps(call.args, sort_keys=True, ensure_ascii=False)})"
+
+
 def call_sent_text(call) -> str:
-    """What the agent sent: ``tool({args})``."""
-    return _cut(f"{call.tool}({json.dumps(call.args, sort_keys=True, ensure_ascii=False)})")
+    """What the agent sent, cut as the judge prompt shows it."""
+    return _cut(sent_text(call))
 
 
 def call_result_text(call) -> str:
