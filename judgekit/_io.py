@@ -219,12 +219,13 @@ def open_regular_file(
         raise
 
 
-def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
-    """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
+def iter_json_lines(path: str | Path, *, expected: str = "a JSON Lines file") -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSON Lines file, read as a
+    stream (strict JSON; errors name the file and line)."""
     path = Path(path)
     # A buffer larger than the default 8 KiB: trajectory lines run to tens of KiB, and readline
     # would otherwise gather each from several small reads.
-    with open_regular_file(path, expected="a JSON Lines file", buffering=JSONL_BUFFER_BYTES) as handle:
+    with open_regular_file(path, expected=expected, buffering=JSONL_BUFFER_BYTES) as handle:
         # Bytes line by line, decoded one line at a time, so an error names its own line.
         line_no = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
@@ -238,15 +239,20 @@ def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
             if not line or line.isspace():  # blank (as line.strip() would say, without a copy)
                 continue
             try:
-                data = _strict_loads(line, MAX_DEPTH, decoded_utf8=True)
+                yield line_no, _strict_loads(line, MAX_DEPTH, decoded_utf8=True)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path, line_no) from None
             except ValueError as exc:
                 raise InputError(f"invalid JSON: {exc}", path, line_no) from None
-            try:
-                yield line_no, model.model_validate(data)
-            except ValidationError as exc:
-                raise InputError(describe_validation_error(exc), path, line_no) from None
+
+
+def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
+    for line_no, data in iter_json_lines(path):
+        try:
+            yield line_no, model.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(describe_validation_error(exc), path, line_no) from None
 
 
 def unreadable(exc: OSError, path: Path, expected: str = "a file") -> InputError:

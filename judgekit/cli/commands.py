@@ -20,6 +20,7 @@ from judgekit.cli.loop_cmd import (
     open_history,
     report_options,
 )
+from judgekit.errors import InputError
 from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 
@@ -207,18 +208,45 @@ def schema(name: str) -> None:
     say_json(json.dumps(schema_for(name), indent=2, sort_keys=True))
 
 
-@click.command("import")
+class _ImportCommand(click.Command):
+    """``judgekit import --help`` lists every registered format with its one-line description
+    (computed only when help is shown: describing a format imports its module)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from judgekit.importers import describe
+
+        with formatter.section("Formats"):
+            formatter.write_dl([(name, describe(name)) for name in importer_names()])
+        super().format_epilog(ctx, formatter)
+
+
+@click.command("import", cls=_ImportCommand)
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(importer_names()))
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into.")
+@click.option("--registered", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+              help="The day imported rubrics are registered on (YYYY-MM-DD). Default: a date the input "
+              "itself gives, else 1970-01-01, so that an import is the same whenever it runs.")
+@click.option("--draft-rubric", is_flag=True, help="Also draft rubrics from the tool definitions the input "
+              "declares (formats that carry them).")
 @handle_errors
-def import_(fmt: str, src: Path, out: Path) -> None:
-    """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out."""
-    from judgekit._files import protect
-    from judgekit.importers import get_importer
+def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> None:
+    """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out.
 
+    The import is all or nothing: files appear in --out only when every record converted.
+    """
+    from judgekit._files import protect
+    from judgekit.importers import accepted_options, get_importer
+
+    importer = get_importer(fmt)
+    options = {"registered": registered.date() if registered else None, "draft_rubric": draft_rubric or None}
+    given = {name: value for name, value in options.items() if value is not None}
+    refused = sorted(set(given) - accepted_options(importer))
+    if refused:
+        flags = ", ".join("--" + name.replace("_", "-") for name in refused)
+        raise InputError(f"the {fmt} importer does not take {flags}")
     with protect([src]):  # an import may write next to its source, never over it
-        written = get_importer(fmt)(src, out)
+        written = importer(src, out, **given)
     for path in written:
         say(one_line(str(path)))
 

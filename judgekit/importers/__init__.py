@@ -1,12 +1,21 @@
 """Importers turn other tools' trajectories into judgekit files.
 
-One module per foreign format. An importer is a function ``(src: Path, out: Path) -> list[Path]``
-returning the files it wrote. Third parties register theirs under the entry-point group
-``judgekit.importers``; built-ins are listed here the same way, as "module:function".
+One module per foreign format. An importer is a function ``(src: Path, out: Path, **options)
+-> list[Path]`` returning the files it wrote, which writes through ``ImportWriter`` (staged,
+streamed, all-or-nothing, deterministic). The options it may take, by keyword: ``registered``
+(a ``datetime.date``: the day its rubrics are registered on) and ``draft_rubric`` (bool). The
+first line of its module's docstring, after ``judgekit import NAME:``, is its one-line
+description in ``judgekit import --help``.
+
+Importers are found under the entry-point group ``judgekit.importers`` ("name =
+module:function"); judgekit's own are registered there too, and listed here so that they work
+from a source checkout whose metadata is stale. A third party cannot shadow a built-in name.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -14,14 +23,20 @@ from pathlib import Path
 
 from judgekit.errors import InputError
 
-Importer = Callable[[Path, Path], list[Path]]
+Importer = Callable[..., list[Path]]
 
 BUILTIN = {
     "openai-chat": "judgekit.importers.openai_chat:import_openai_chat",
     "tau-bench": "judgekit.importers.tau_bench:import_tau_bench",
     "llmbar": "judgekit.importers.llmbar:import_llmbar",
+    "inspect": "judgekit.importers.inspect_ai:import_inspect",
+    "otel-genai": "judgekit.importers.otel_genai:import_otel_genai",
+    "tooltalk": "judgekit.importers.tooltalk:import_tooltalk",
+    "bfcl": "judgekit.importers.bfcl:import_bfcl",
+    "langsmith": "judgekit.importers.langsmith:import_langsmith",
 }
 ENTRY_POINT_GROUP = "judgekit.importers"
+OPTIONS = ("registered", "draft_rubric")
 
 
 def _registry() -> dict[str, str]:
@@ -39,3 +54,22 @@ def get_importer(name: str) -> Importer:
         raise InputError(f"unknown import format {name!r}; known: {', '.join(importer_names())}")
     module, _, attr = target.partition(":")
     return getattr(import_module(module), attr)
+
+
+def describe(name: str) -> str:
+    """One line: what the importer reads (from its module's docstring)."""
+    try:
+        importer = get_importer(name)
+    except Exception as exc:  # a broken third-party plugin must not break --help
+        return f"(cannot be loaded: {type(exc).__name__})"
+    doc = inspect.getdoc(inspect.getmodule(importer)) or inspect.getdoc(importer) or ""
+    first = doc.strip().split("\n\n")[0].replace("\n", " ")
+    return re.sub(r"^``judgekit import [^`]+``:\s*", "", first).strip()
+
+
+def accepted_options(importer: Importer) -> set[str]:
+    """Which of ``OPTIONS`` the importer takes."""
+    parameters = inspect.signature(importer).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(OPTIONS)
+    return {name for name in OPTIONS if name in parameters}

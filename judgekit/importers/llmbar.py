@@ -38,6 +38,7 @@ from judgekit._io import MAX_FILE_BYTES, read_json
 from judgekit.calibration.labels import Label
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
+from judgekit.importers._writer import ImportWriter
 
 LABELER = "llmbar-human"
 AXIS = "task_success"
@@ -55,12 +56,6 @@ def _load_list(path: Path) -> list[dict[str, Any]]:
 def _item_ids(prefix: str, n: int) -> list[str]:
     width = max(4, len(str(n)))
     return [f"{prefix}-{i:0{width}d}" for i in range(1, n + 1)]
-
-
-def _write_jsonl(path: Path, records: list[Label] | list[JudgeVerdictRecord]) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for rec in records:
-            out.write(rec.model_dump_json(exclude_none=True) + "\n")
 
 
 def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_at: datetime | None) -> list[Label]:
@@ -127,11 +122,8 @@ def import_llmbar(
     for result_path in result_paths:
         model, prompt = result_path.parent.parent.name, result_path.parent.name
         verdicts = _verdicts(dataset, _load_list(result_path), ids, f"{model}/{prompt}", result_path)
-        converted.append((out_dir / f"verdicts-{model}-{prompt}.jsonl", verdicts))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "labels.jsonl"]
-    _write_jsonl(written[0], labels)
-    for target, verdicts in converted:
-        _write_jsonl(target, verdicts)
-        written.append(target)
-    return written
+        converted.append((f"verdicts-{model}-{prompt}.jsonl", verdicts))
+    with ImportWriter(out_dir) as writer:
+        for name, records in [("labels.jsonl", labels), *converted]:
+            writer.text(name, "".join(record.model_dump_json(exclude_none=True) + "\n" for record in records))
+    return writer.written
