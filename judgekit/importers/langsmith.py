@@ -11,10 +11,11 @@ the root down), ``extra.metadata`` and ``tags``; feedback has ``id``, ``run_id``
 SRC is a JSON Lines file or a JSON list holding runs and, optionally, feedback (a record with a
 ``run_type`` is a run; one with a ``key`` and a ``run_id`` or ``trace_id`` is feedback), or a
 folder with ``runs.jsonl`` (or ``runs.json``) and, optionally, ``feedback.jsonl`` (or
-``feedback.json``).
+``feedback.json``). A run may hold its descendants nested in ``child_runs`` (a run tree, as
+``Client.read_run(..., load_child_runs=True)`` gives it): they are read as runs of its trace.
 
 Runs -> ``OUT/trajectories.jsonl``, one trajectory per root run (no ``parent_run_id``), id = the
-root's run id, in the order the traces appear:
+root's run id (one that heads two traces is an error), in the order the traces appear:
 
 - a run's trace is its ``trace_id``, else the run id at the head of its ``dotted_order``, else
   (a root) its own id. The runs of a trace are ordered by ``dotted_order`` (a run without one
@@ -172,8 +173,9 @@ def _dotted_head(order: str) -> str | None:
 def _trace_key(run: dict[str, Any]) -> str | None:
     if run.get("trace_id"):
         return str(run["trace_id"])
-    if isinstance(run.get("dotted_order"), str) and run["dotted_order"]:
-        return _dotted_head(run["dotted_order"])
+    head = _dotted_head(run["dotted_order"]) if isinstance(run.get("dotted_order"), str) else None
+    if head:
+        return head
     return None if run.get("parent_run_id") else str(run["id"])
 
 
@@ -202,21 +204,40 @@ def _traces(path: Path, mixed: bool, seen: dict[str, int]) -> Iterator[list[_Run
             raise at.error("feedback in the runs file: in a folder it belongs in feedback.jsonl")
         if kind == "neither":
             raise at.error("neither a run (no 'run_type') nor feedback (no 'key' with a 'run_id')")
-        run = _check_run(record, at)
-        key = _trace_key(record)
-        if key is None:
-            raise at.error(f"run {run.id} has a parent but no trace_id or dotted_order: its trace is unknown")
-        if key != current:
-            if group:
-                yield group
-            if key in done:
-                raise at.error(f"trace {key} appears again after other traces: group the runs by trace "
-                               "(sort the export by trace_id, then dotted_order)")
-            done.add(key)
-            group, current = [], key
-        group.append(run)
+        for data in _tree(record, at):
+            run = _check_run(data, at)
+            key = _trace_key(data)
+            if key is None:
+                raise at.error(f"run {run.id} has a parent but no trace_id or dotted_order naming its root: its "
+                               "trace is unknown")
+            if key != current:
+                if group:
+                    yield group
+                if key in done:
+                    raise at.error(f"trace {key} appears again after other traces: group the runs by trace "
+                                   "(sort the export by trace_id, then dotted_order)")
+                done.add(key)
+                group, current = [], key
+            group.append(run)
     if group:
         yield group
+
+
+def _tree(record: dict[str, Any], at: _At) -> Iterator[dict[str, Any]]:
+    """A run, then the runs nested in its ``child_runs`` (depth first), each without them; a nested
+    run that names no parent or trace gets the id and the trace of the run it is nested in."""
+    stack = [record]
+    while stack:
+        run = stack.pop()
+        children = run.pop("child_runs", None) or []
+        if not isinstance(children, list):
+            raise at.error(f"run {run.get('id')}: 'child_runs' must be a list of runs")
+        yield run
+        for child in reversed(children):
+            if _kind(child) != "run":
+                raise at.error(f"run {run.get('id')}: 'child_runs' holds something that is not a run (no 'run_type')")
+            stack.append({**child, "parent_run_id": child.get("parent_run_id") or run.get("id"),
+                          "trace_id": child.get("trace_id") or _trace_key(run)})
 
 
 def _ordered(group: list[_Run]) -> tuple[_Run, list[_Run]]:
@@ -413,7 +434,7 @@ def _add_run(trace: _Trace, run: _Run) -> None:
     elif data["run_type"] == "retriever":
         for doc in (data.get("outputs") or {}).get("documents") or []:
             if isinstance(doc, dict) and isinstance(doc.get("page_content"), str):
-                trace.context[f"doc-{sum(k.startswith('doc-') for k in trace.context) + 1}"] = doc["page_content"]
+                trace.context[f"doc-{len(trace.context) + 1}"] = doc["page_content"]  # it holds documents only
     elif data["run_type"] == "llm":
         for message in _llm_messages(data.get("outputs") or {}):
             trace.asked += [{**call, "llm_run_id": run.id} for call in message["tool_calls"]]
@@ -495,10 +516,14 @@ def _label(record: dict[str, Any], axis: str, human_sources: tuple[str, ...]) ->
     if isinstance(score, (int, float)):
         config = record.get("feedback_config") if isinstance(record.get("feedback_config"), dict) else {}
         low, high = config.get("min"), config.get("max")
+        scaled = score
         if isinstance(low, (int, float)) and isinstance(high, (int, float)) and high > low:
-            score = (score - low) / (high - low)
-        if 0 <= score <= 1:
-            return Label(**common, score=float(score))
+            try:
+                scaled = (score - low) / (high - low)
+            except OverflowError:  # an integer too large for a float: off any scale
+                scaled = float("inf")
+        if 0 <= scaled <= 1:
+            return Label(**common, score=float(scaled))
     return f"{axis} takes a score in [0, 1] (or a scale in feedback_config min/max), not {score!r}"
 
 
@@ -527,7 +552,8 @@ def _labels(path: Path, mixed: bool, roots: set[str], axes: Mapping[str, str],
         if isinstance(label, str):
             unmapped.append({**note, "reason": label})
             continue
-        entry = ((_utc(label.labeled_at), str(record.get("id") or "")), note, label)
+        # ties on time and id go to the record's content, so the order of the feedback does not matter
+        entry = ((_utc(label.labeled_at), str(record.get("id") or ""), canonical_json(record)), note, label)
         slot = (label.trajectory_id, label.axis, label.labeler)
         if slot in kept:  # the same person on the same item again: the later one stands
             older, entry = sorted([kept[slot], entry], key=lambda item: item[0])
@@ -539,7 +565,12 @@ def _labels(path: Path, mixed: bool, roots: set[str], axes: Mapping[str, str],
 def _utc(moment: datetime | None) -> datetime:
     if moment is None:
         return datetime.min
-    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+    if moment.tzinfo is None:
+        return moment
+    try:
+        return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    except OverflowError:  # within a day of year 1 or 9999, its UTC is off the calendar: the nearest end
+        return datetime.min if moment.year == 1 else datetime.max
 
 
 # --- the import --------------------------------------------------------------------------------
@@ -556,6 +587,9 @@ def import_langsmith(src: Path, out: Path, *, feedback_axes: Mapping[str, str] |
         sink = writer.lines("trajectories.jsonl")
         for group in _traces(runs_path, mixed, seen):
             trajectory = _trajectory(group)
+            if trajectory.id in roots:  # its feedback, and the trajectory id, would name two runs
+                root = next(run for run in group if run.id == trajectory.id)
+                raise root.at.error(f"root run {trajectory.id} heads two traces: run ids must be unique")
             roots.add(trajectory.id)
             sink.add(trajectory)
         if feedback_path is not None and (not mixed or seen.get("feedback")):

@@ -12,13 +12,15 @@ SRC's folder, then in its parent (the published layout: ``easy/``, ``databases/`
 ``api_schemas.json`` side by side); either missing is an error naming where it looked.
 
 Each conversation becomes one trajectory, ``OUT/trajectories/<name>.jsonl`` (id
-``tooltalk-<name>``, ``name`` in lower case with other characters as ``-``):
+``tooltalk-<name>``, ``name`` in lower case with other characters as ``-``; one over 100
+characters keeps its first 87 and ends with ``-`` and 12 hex digits of the whole name's sha256):
 
 - ``calls``: the reference ``apis`` of every assistant turn, in order: ``request.api_name`` ->
   tool, ``request.parameters`` -> args, ``response`` -> result, ``exception`` -> error (a
   failed call);
 - ``prompt``: the first user turn; later user turns -> ``turns`` (placed among the calls) and
-  ``context`` (``user-<index>``); ``context.system``: the system text ToolTalk's own
+  ``context`` (``user-<index>``, the turn's place when it has no index, ``-2``, ``-3``... added
+  when an index repeats); ``context.system``: the system text ToolTalk's own
   evaluation gives the model (location, timestamp, username, session token from ``metadata``);
 - ``output``: every assistant text, in order, separated by blank lines;
 - ``metadata``: ``conversation_id``, ``name``, ``scenario``, ``user``, ``metadata`` (ToolTalk's),
@@ -61,6 +63,7 @@ was written.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -77,6 +80,7 @@ from judgekit.trajectory import Call, Trajectory, UserTurn
 
 SCHEMAS_NAME = "api_schemas.json"
 DATABASES_NAME = "databases"
+MAX_NAME = 100  # the longest <name> in file names: rubrics/tooltalk-<name>.yaml stays far below 255 bytes
 ACCOUNT_DATABASE = "Account"  # ToolTalk's ACCOUNT_DB_NAME: every API that requires auth reads it
 TOOL_GUIDE = (
     "Award the pre-registered points: one for each reference call made successfully with the right tool, "
@@ -152,7 +156,10 @@ def _database_files(folder: Path) -> list[Path]:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    if len(slug) > MAX_NAME:  # cut to keep file names short; the hash of the whole name keeps cut ones apart
+        slug = f"{slug[:MAX_NAME - 13].rstrip('-._')}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return slug
 
 
 def _name(conversation: dict[str, Any], path: Path) -> str:
@@ -206,6 +213,16 @@ def _turn(turn: Any, n: int, path: Path) -> tuple[str, str, list[Any]]:
     return turn["role"], text, apis
 
 
+def _user_key(context: dict[str, str], index: Any, n: int) -> str:
+    """``user-<index>`` (the turn's place ``n`` without one); ``-2``, ``-3``... added when taken."""
+    key = base = f"user-{n if index is None else index}"
+    copies = 1
+    while key in context:  # published conversations repeat indexes (or have none): no turn may be lost
+        copies += 1
+        key = f"{base}-{copies}"
+    return key
+
+
 def _trajectory(conversation: dict[str, Any], name: str, path: Path, apis: dict[str, Api],
                 databases: set[str]) -> Trajectory:
     calls: list[Call] = []
@@ -221,7 +238,7 @@ def _trajectory(conversation: dict[str, Any], name: str, path: Path, apis: dict[
         elif prompt is None:
             prompt = text
         else:
-            context[f"user-{raw.get('index', n)}"] = text
+            context[_user_key(context, raw.get("index"), n)] = text
             turns.append(UserTurn(text=text, before_call=len(calls)))
     used = sorted({db for call in calls for db in apis[call.tool].databases} & databases)
     metadata = {
