@@ -34,8 +34,12 @@ SOURCE = "gpt-4o-airline.even-tasks.json"
 
 
 def predicted_success(result: TrajectoryResult) -> bool:
+    """Tool correctness 1.0, and task success passed where the task names outputs (a task
+    without outputs has no task-success axis: the import leaves it out rather than pass it
+    with nothing checked). The rule of tests/test_tau_bench.py."""
     tool, task = result.axes.get("tool_correctness"), result.axes.get("task_success")
-    return bool(tool and task and tool.status == task.status == "scored" and tool.score == 1.0 and task.passed)
+    task_ok = task is None or (task.status == "scored" and task.passed)
+    return bool(tool and tool.status == "scored" and tool.score == 1.0 and task_ok)
 
 
 def score(src: Path) -> list[TrajectoryResult]:

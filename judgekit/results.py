@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import core_schema
 
 from judgekit.verdict import Provenance, UnscoredReason
@@ -65,6 +74,15 @@ class ToolPoint(_Strict):
     reason: str = Field(description="Why, in one sentence.")
 
 
+class ToolNote(_Strict):
+    """Something a matched call did that no point covers: reported, never scored."""
+
+    call: int = Field(description="Index of the call in the trajectory.")
+    tool: str = Field(description="The tool it called.")
+    arg: str = Field(description="The argument: its name, or a path below it for a nested key ('flights/0/seat').")
+    reason: str = Field(description="What was seen: a key the tool does not declare, or a value off its declared schema.")
+
+
 class ToolCounts(_Strict):
     """Raw counts behind the tool-correctness score."""
 
@@ -87,6 +105,19 @@ class ToolCorrectnessResult(_AxisResultBase):
     max_points: int = Field(0, description="Points available.")
     counts: ToolCounts | None = Field(None, description="Raw counts.")
     items: list[ToolPoint] = Field(default_factory=list, description="Every point, earned or lost, with why.")
+    notes: list[ToolNote] = Field(
+        default_factory=list,
+        description="What matched calls did that no point covers (keys their tool does not declare, "
+        "unscored arguments off their declared schema): reported, never scored. Left out when empty.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _notes_only_when_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Results without notes are written exactly as before notes existed.
+        data = handler(self)
+        if not self.notes:
+            data.pop("notes", None)
+        return data
 
     @property
     def lost(self) -> list[ToolPoint]:

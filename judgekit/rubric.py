@@ -136,12 +136,82 @@ class TaskSuccessCriteria(_Strict):
 # --- tool correctness -------------------------------------------------------------------------
 
 
+NORMALIZATIONS = ("casefold", "remove_punctuation", "remove_whitespace", "collapse_whitespace", "strip")
+"""The string normalisations an argument value may name, in the order they are applied."""
+Normalization = Literal["casefold", "remove_punctuation", "remove_whitespace", "collapse_whitespace", "strip"]
+
+
+class ArgumentValue(_Strict):
+    """What one argument's value must be (judgekit.checks.arguments applies it)."""
+
+    equals: Any = Field(
+        None,
+        description="The value it must equal (JSON equality: 1 == 1.0, true is not 1, objects in any key "
+        "order). Not null: write any_of: [null] for that.",
+    )
+    any_of: list[Any] | None = Field(
+        None, min_length=1, description="The acceptable values: it must equal one of them."
+    )
+    optional: bool = Field(
+        False, description="Leaving the argument out is fine and earns the point; given, it must still hold."
+    )
+    tolerance: float | None = Field(
+        None, ge=0,
+        description="Numbers, at any depth, are equal when at most this far apart (absolute). Left out: "
+        "numbers compare by value, exactly (the same as a tolerance of 0). Booleans are never numbers.",
+    )
+    normalize: list[Normalization] = Field(
+        default_factory=list,
+        description="Applied to every string, at any depth (object keys excepted), of both the value and "
+        "the acceptable ones before comparing, always in this order whatever the order listed: casefold "
+        "(Unicode case folding), remove_punctuation (every Unicode punctuation character, category P), "
+        "remove_whitespace (every whitespace character), collapse_whitespace (each run of whitespace "
+        "becomes one space), strip (leading and trailing whitespace).",
+    )
+    unordered: bool = Field(
+        False, description="Lists, at any depth, compare as multisets: the same items, in any order."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _equals_is_not_null(cls, data: Any) -> Any:
+        # ``equals: null`` would dump (defaults left out) as no value at all: refused, not guessed.
+        if isinstance(data, dict) and "equals" in data and data["equals"] is None:
+            raise ValueError("equals: null cannot be told apart from no value; write any_of: [null]")
+        return data
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ArgumentValue:
+        if self.equals is not None and self.any_of is not None:
+            raise ValueError("give equals or any_of, not both")
+        pinned = self.equals is not None or self.any_of is not None
+        if not pinned and (self.tolerance is not None or self.normalize or self.unordered):
+            raise ValueError("tolerance, normalize and unordered apply to equals or any_of: give one")
+        if not pinned and not self.optional:
+            raise ValueError("give equals, any_of or optional: true")
+        if len(set(self.normalize)) != len(self.normalize):
+            raise ValueError("normalize names a normalisation twice")
+        return self
+
+    def acceptable(self) -> list[Any]:
+        """The acceptable values (``[equals]`` or ``any_of``); empty when only ``optional`` is set."""
+        if self.any_of is not None:
+            return self.any_of
+        return [] if self.equals is None else [self.equals]
+
+
 class ExpectedCall(_Strict):
     tool: str = Field(description="The tool that must be called.")
     args: dict[str, dict[str, Any] | bool] = Field(
         default_factory=dict,
         description="Argument name -> JSON Schema (2020-12) its value must satisfy; 1 point each. "
         "$ref may only name a place in the same schema ('#/$defs/NAME'): nothing is fetched.",
+    )
+    values: dict[str, ArgumentValue] = Field(
+        default_factory=dict,
+        description="Argument name -> the value it must have: equals or any_of, with optional, tolerance, "
+        "normalize and unordered; 1 point each. An argument named here and in args is still one point, "
+        "earned when both hold.",
     )
 
     @field_validator("args")
@@ -155,6 +225,10 @@ class ExpectedCall(_Strict):
             except SchemaProblem as exc:
                 raise ValueError(f"argument {name!r}: {exc}") from None
         return args
+
+    def argument_names(self) -> list[str]:
+        """Every argument that earns a point: those of ``args``, then those only in ``values``."""
+        return [*self.args, *(name for name in self.values if name not in self.args)]
 
 
 class Forbidden(_Strict):
@@ -178,6 +252,26 @@ class ToolCorrectnessCriteria(_Strict):
     )
     ordered: bool = Field(False, description="Whether expected calls must happen in this order.")
     forbidden: Forbidden = Field(default_factory=Forbidden, description="Forbidden tools and effects.")
+    tools: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The tools' declared parameters: tool name -> a JSON Schema (2020-12) of its arguments "
+        "object, as a function's `parameters` (`properties`, and `$defs` that they may refer to as "
+        "'#/$defs/NAME'). An argument of a matched call is also checked against its property schema "
+        "(unless it equals, exactly, a value the rubric pins); keys the declaration does not name, and "
+        "declared arguments no point covers that are off their schema, are reported in the result's "
+        "notes, never scored. `required` is not scored: expected arguments are.",
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _declarations_valid(cls, tools: dict[str, Any]) -> dict[str, Any]:
+        from judgekit.checks.arguments import check_declaration
+
+        for name, schema in tools.items():
+            problem = check_declaration(schema)
+            if problem is not None:
+                raise ValueError(f"tool {name!r}: {problem}")
+        return tools
 
 
 # --- faithfulness -----------------------------------------------------------------------------

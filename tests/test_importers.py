@@ -282,6 +282,33 @@ TAU_RECORDS = [
     tau_record(2, 2, 1.0, [], ["327"], [*turn("h1", "transfer_to_human_agents", {"summary": "x"}, "Transfer successful"), say("It is 327.")]),
 ]
 
+def declared(name: str, properties: dict, required: list[str] | None = None) -> dict:
+    return {"type": "function", "function": {"name": name, "description": name, "parameters": {
+        "type": "object", "properties": properties, "required": required if required is not None else list(properties)}}}
+
+
+FLIGHTS = {"type": "array", "items": {"type": "object", "properties": {"flight_number": {"type": "string"},
+                                                                       "date": {"type": "string"}}}}
+# The domain's declarations, as tau-bench's airline_tools.json holds them: two write tools, two others.
+TAU_TOOLS = [
+    declared("book_reservation", {"user_id": {"type": "string"}, "flights": FLIGHTS,
+                                  "insurance": {"type": "string", "enum": ["yes", "no"]}}),
+    declared("cancel_reservation", {"reservation_id": {"type": "string"}}),
+    declared("get_user_details", {"user_id": {"type": "string"}}),
+    declared("transfer_to_human_agents", {"summary": {"type": "string"}}),
+]
+
+
+def write_tau(folder: Path, document, tools=TAU_TOOLS) -> Path:
+    """``tau.json`` and, unless ``tools`` is None, ``airline_tools.json`` beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if tools is not None:
+        (folder / "airline_tools.json").write_text(json.dumps(tools), encoding="utf-8")
+    src = folder / "tau.json"
+    src.write_text(json.dumps(document), encoding="utf-8")
+    return src
+
+
 # trajectory id -> (tool_correctness points, max_points, task_success passed)
 TAU_EXPECTED = {
     # task 000 names no outputs: no task-success axis (None), never a pass with nothing checked
@@ -299,8 +326,7 @@ TAU_EXPECTED = {
 
 @pytest.fixture
 def tau_import(tmp_path) -> Path:
-    src = tmp_path / "tau.json"
-    src.write_text(json.dumps(TAU_RECORDS), encoding="utf-8")
+    src = write_tau(tmp_path, TAU_RECORDS)
     out = tmp_path / "imported"
     result = cli("import", "tau-bench", src, "--out", out)
     assert result.exit_code == 0, result.output
@@ -344,9 +370,13 @@ def test_tau_bench_rubric_pins_ground_truth_write_calls(tau_import):
     assert [(e.tool, e.args) for e in tc.expected_calls] == [
         ("book_reservation", {k: {"const": v} for k, v in BOOK["kwargs"].items()})
     ]
-    # Read-only tools and the human hand-over are out of scope: only writes are counted.
+    # The write tools are those the declarations name: read-only tools and the human hand-over
+    # are out of scope, whatever the runs in the file call.
     assert tc.in_scope == ["book_reservation", "cancel_reservation"]
     assert tc.ordered is False
+    # Their declared parameters go into every rubric, as the tools file gives them.
+    assert tc.tools == {t["function"]["name"]: t["function"]["parameters"] for t in TAU_TOOLS[:2]}
+    assert str(rubric.registered) == "1970-01-01"  # the records carry no date; never today
     assert load_rubric(tau_import / "rubrics" / "tau-bench-task-001.yaml").task_success.required_outputs == ["1786"]
 
 
@@ -359,6 +389,30 @@ def test_tau_bench_error_results_are_failed_calls(tau_import):
     assert [c.tool for c in trial0.calls] == ["get_user_details", "book_reservation"]
     assert trial0.metadata == {"task_id": 0, "trial": 0, "reward": 1.0, "source": "tau.json"}
     assert trial0.prompt == "You are u1 (task 0)."
+
+
+def test_tau_bench_undeclared_keys_are_reported_not_scored(tmp_path):
+    sloppy = {**CANCEL["kwargs"], "reason": "change of plan"}  # cancel_reservation declares no reason
+    records = [tau_record(1, 0, 1.0, [CANCEL], [], [*turn("c1", "cancel_reservation", sloppy, {"ok": True})])]
+    out = tmp_path / "out"
+    import_tau_bench(write_tau(tmp_path, records), out)
+    run = cli("run", out, "--format", "jsonl")
+    assert run.exit_code == 0, run.output
+    (row,) = [json.loads(line) for line in run.stdout.splitlines()]
+    tc = row["axes"]["tool_correctness"]
+    assert (tc["points"], tc["max_points"]) == (4, 4)
+    assert tc["notes"] == [{"call": 0, "tool": "cancel_reservation", "arg": "reason",
+                            "reason": "not declared by cancel_reservation (reported, not scored)"}]
+
+
+def test_tau_bench_import_is_byte_identical_each_time(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    src = write_tau(tmp_path / "src", TAU_RECORDS)
+    import_tau_bench(src, first)
+    import_tau_bench(src, second)
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
 
 
 def test_tau_bench_reimport_into_the_same_folder(tau_import, tmp_path):
@@ -375,11 +429,17 @@ def test_tau_bench_reimport_into_the_same_folder(tau_import, tmp_path):
         pytest.param([TAU_RECORDS[0], {k: v for k, v in TAU_RECORDS[1].items() if k != "traj"}], "record 1 has no 'traj'", id="record_without_traj"),
         pytest.param([{**TAU_RECORDS[0], "info": {"task": {}}}], "record 0: info.task.actions is missing or not a list", id="no_actions"),
         pytest.param([7], "record 0 is not an object", id="record_not_an_object"),
+        pytest.param([TAU_RECORDS[0], {**TAU_RECORDS[1], "info": {"task": {"actions": []}}}],
+                     "record 1 (task 0, trial 1): its info.task differs from record 0's", id="task_differs"),
+        pytest.param([TAU_RECORDS[0], TAU_RECORDS[0]], "record 1 (task 0, trial 0): this task and trial were already",
+                     id="trial_twice"),
+        pytest.param([tau_record(5, 0, 1.0, [{"name": "upgrade_cabin", "kwargs": {}}], [], [])],
+                     "the ground truth calls upgrade_cabin, which the tool declarations do not declare",
+                     id="ground_truth_tool_undeclared"),
     ],
 )
 def test_tau_bench_bad_input_is_one_error_line(tmp_path, document, expected):
-    src = tmp_path / "tau.json"
-    src.write_text(json.dumps(document), encoding="utf-8")
+    src = write_tau(tmp_path, document)
     result = cli("import", "tau-bench", src, "--out", tmp_path / "out")
     assert result.exit_code == 2 and "Traceback" not in result.output
     (line,) = result.stderr.splitlines()
@@ -387,10 +447,17 @@ def test_tau_bench_bad_input_is_one_error_line(tmp_path, document, expected):
     assert not (tmp_path / "out").exists()
 
 
+def test_tau_bench_without_its_tools_file_says_what_it_needs(tmp_path):
+    src = write_tau(tmp_path, TAU_RECORDS, tools=None)
+    result = cli("import", "tau-bench", src, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "needs the domain's tool declarations beside it (airline_tools.json, or one *_tools.json" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_tau_bench_error_inside_a_traj_names_the_record(tmp_path):
     broken = tau_record(1, 0, 0.0, [CANCEL], [], [tool_result("nope", "x")])
-    src = tmp_path / "tau.json"
-    src.write_text(json.dumps([TAU_RECORDS[0], broken]), encoding="utf-8")
+    src = write_tau(tmp_path, [TAU_RECORDS[0], broken])
     with pytest.raises(InputError) as info:
         import_tau_bench(src, tmp_path / "out")
     assert "unknown tool_call_id 'nope'" in info.value.detail  # true today

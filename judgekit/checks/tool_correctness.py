@@ -1,10 +1,12 @@
 """Deterministic tool correctness, scored exactly as pre-registered.
 
 Points: 1 per expected call matched by a successful call to the right tool; 1 per expected
-argument whose value satisfies its JSON Schema; 1 if the number of successful in-scope calls
+argument that holds (its JSON Schema, its value expectation, its tool's declared schema: see
+``judgekit.checks.arguments``, the one matcher); 1 if the number of successful in-scope calls
 equals the number expected; 1 if no forbidden tool was called and no forbidden effect shows in
 the end-state diff. Score = points / maximum. A failed call changed nothing, so it earns
-nothing and is not counted.
+nothing and is not counted. What matched calls did that no point covers (keys their tool does
+not declare) is reported in ``notes``, never scored.
 """
 
 from __future__ import annotations
@@ -14,37 +16,26 @@ import numpy as np
 from judgekit._jsonschema import first_error_within_budget
 from judgekit._regex import check_budget
 from judgekit.checks._paths import path_matches
+from judgekit.checks.arguments import CallPlan, Verdict, call_notes, plans_for
 from judgekit.diff import render_path
 from judgekit.checks.world_state import WorldState
-from judgekit.errors import InputError
-from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolPoint
+from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolNote, ToolPoint
 from judgekit.rubric import ExpectedCall, ToolCorrectnessCriteria
 from judgekit.trajectory import Call, Trajectory
 
 
-def _arg_verdicts(expected: ExpectedCall, call: Call) -> list[tuple[str, bool, str]]:
-    """(argument, valid, reason) for each expected argument of one call."""
-    verdicts = []
-    for name, schema in expected.args.items():
-        if name not in call.args:
-            verdicts.append((name, False, "argument missing"))
-            continue
-        try:
-            problem = first_error_within_budget(schema, call.args[name])  # inside score_tool_correctness's budget
-        except InputError as exc:  # past its time bound: the point can be neither earned nor lost
-            raise InputError(f"expected call to {expected.tool}, argument {name!r}: {exc}") from None
-        if problem is None:
-            verdicts.append((name, True, "valid against its schema"))
-        else:
-            verdicts.append((name, False, f"off-schema: {problem}"))
-    return verdicts
+def _arg_verdicts(plan: CallPlan, call: Call) -> list[Verdict]:
+    """(argument, valid, reason, pinned exactly) for each expected argument of one call. The
+    schema checker is looked up here, at call time, and passed in: inside score_tool_correctness's
+    budget."""
+    return plan.verdicts(call.args, first_error_within_budget)
 
 
-def _pair_score(verdicts: list[tuple[str, bool, str]] | None) -> int:
+def _pair_score(verdicts: list[Verdict] | None) -> int:
     """1 for the right tool plus 1 per valid argument; 0 for another tool (``verdicts`` None)."""
     if verdicts is None:
         return 0
-    return 1 + sum(ok for _, ok, _ in verdicts)
+    return 1 + sum(verdict[1] for verdict in verdicts)
 
 
 def _match_unordered(scores: np.ndarray) -> dict[int, int]:
@@ -91,9 +82,10 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
         (index, call) for index, call in succeeded if criteria.in_scope is None or call.tool in criteria.in_scope
     ]
     expected = criteria.expected_calls
+    plans = plans_for(criteria)
     # The argument verdicts of every (expected call, call to its tool) pair, computed once: the
     # matching scores them and the points of matched pairs repeat them.
-    verdicts = [[_arg_verdicts(e, call) if e.tool == call.tool else None for _, call in in_scope] for e in expected]
+    verdicts = [[_arg_verdicts(p, call) if p.tool == call.tool else None for _, call in in_scope] for p in plans]
     scores = np.array(
         [[_pair_score(pair) for pair in row] for row in verdicts], dtype=np.int64
     ).reshape(len(expected), len(in_scope))
@@ -106,7 +98,7 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
         if i in pairs:
             index, _ = in_scope[pairs[i]]
             items.append(ToolPoint(point=f"{label}: tool", earned=True, reason=f"matched by call #{index}"))
-            for name, ok, reason in verdicts[i][pairs[i]]:
+            for name, ok, reason, _ in verdicts[i][pairs[i]]:
                 args_valid += ok
                 items.append(ToolPoint(point=f"{label}: arg {name}", earned=ok, reason=f"call #{index}: {reason}"))
         else:
@@ -114,7 +106,7 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
             items.append(ToolPoint(point=f"{label}: tool", earned=False, reason=why))
             items.extend(
                 ToolPoint(point=f"{label}: arg {name}", earned=False, reason="no matching call")
-                for name in exp.args
+                for name in plans[i].names
             )
 
     count_ok = len(in_scope) == len(expected)
@@ -140,13 +132,24 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
         calls_in_scope=len(in_scope),
         calls_expected=len(expected),
         calls_matched=len(pairs),
-        args_expected=sum(len(e.args) for e in expected),
+        args_expected=sum(len(p.names) for p in plans),
         args_valid=args_valid,
         forbidden_hits=len(hits),
     )
+    notes = _notes(plans, pairs, in_scope, verdicts) if criteria.tools else []
     return ToolCorrectnessResult(
-        score=points / len(items), points=points, max_points=len(items), counts=counts, items=items
+        score=points / len(items), points=points, max_points=len(items), counts=counts, items=items, notes=notes
     )
+
+
+def _notes(plans: list[CallPlan], pairs: dict[int, int], in_scope: list[tuple[int, Call]],
+           verdicts: list[list[list[Verdict] | None]]) -> list[ToolNote]:
+    """What the matched calls did that no point covers, in call order (reported, not scored)."""
+    notes: list[ToolNote] = []
+    for i, j in sorted(pairs.items(), key=lambda pair: pair[1]):
+        index, call = in_scope[j]
+        notes += call_notes(plans[i], index, call.args, verdicts[i][j] or [], first_error_within_budget)
+    return notes
 
 
 def _why_unmatched(exp: ExpectedCall, in_scope: list[tuple[int, Call]], ordered: bool) -> str:

@@ -11,15 +11,19 @@ from judgekit.cli._out import one_line, say
 
 
 def _is_otlp_logs(path: Path) -> bool:
-    """``--otel`` may replace a file only when it is a previous export (its first line an OTLP
-    logs request)."""
+    """``--otel`` may replace a file only when it is a previous export: its first line an OTLP
+    logs request whose every scope is judgekit's (a collector's file of other logs is not)."""
     from judgekit._io import iter_json_lines
     from judgekit.errors import InputError
+    from judgekit.export._events import SCOPE
 
     try:
         for _, first in iter_json_lines(path):
-            return isinstance(first, dict) and "resourceLogs" in first
+            scopes = [scope.get("scope") for resource in first["resourceLogs"] for scope in resource["scopeLogs"]]
+            return bool(scopes) and all(isinstance(s, dict) and s.get("name") == SCOPE for s in scopes)
     except InputError:
+        return False
+    except (KeyError, TypeError, AttributeError):  # not shaped as an OTLP logs request
         return False
     return True  # empty: nothing to lose
 

@@ -48,24 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.export._events import EVENT_NAME, SCOPE, SEVERITY_INFO, Attribute, EvaluationEvent
 
-EVENT_NAME = "gen_ai.evaluation.result"
-SEVERITY_INFO = 9
-SCOPE = "judgekit"
 EXPLANATION_CHARS = 500
 _HEX = {16: re.compile(r"[0-9a-f]{32}"), 8: re.compile(r"[0-9a-f]{16}")}
-Attribute = str | bool | int | float
-
-
-@dataclass(frozen=True)
-class EvaluationEvent:
-    """One ``gen_ai.evaluation.result`` event, as both the file and the SDK write it."""
-
-    time_ns: int
-    observed_ns: int
-    trace_id: str
-    span_id: str | None
-    attributes: dict[str, Attribute]
 
 
 @dataclass(frozen=True)
@@ -248,12 +234,13 @@ def export_otel(run_path: str | Path, otel_file: str | Path | None = None, *, en
     import json
     from contextlib import ExitStack
 
-    from judgekit._files import AtomicFile
+    from judgekit._files import AtomicFile, protect
 
     run_path = Path(run_path)
     context, items = open_events(run_path)
     summary = ExportSummary()
     with ExitStack() as stack:
+        stack.enter_context(protect([run_path]))  # the events never replace the record they come from
         # Not masked as a whole: hex trace ids look like secrets to a scanner; the free text is masked.
         handle = stack.enter_context(AtomicFile(otel_file, mask_secrets=False)) if otel_file is not None else None
         sender = None

@@ -4,7 +4,8 @@ An import writes into a staging folder beside ``--out`` (same file system); only
 importer returns without an error are its files moved into ``--out`` (``--out`` missing: the
 staging folder is renamed to it, one atomic step; present: each file is renamed into place, so
 files there that this import does not write stay as they were). On any error the staging
-folder is removed: a failed import leaves nothing in ``--out``.
+folder is removed, and so are the folders above ``--out`` made for it: a failed import leaves
+nothing behind.
 
 Trajectories are streamed line by line to disk (a 1 GB log never sits in memory). What is
 written depends only on the input: lines in the order the importer adds them, YAML and JSON
@@ -58,7 +59,7 @@ class LineSink:
         if isinstance(record, BaseModel):
             line = record.model_dump_json(exclude_defaults=True)
         else:
-            line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
         self._handle.write(line + "\n")
         self.count += 1
 
@@ -71,9 +72,11 @@ class ImportWriter:
     def __init__(self, out: str | Path):
         self.out = Path(out)
         self.written: list[Path] = []
+        self._written: set[Path] = set()  # the same, for a constant-time "written already?"
         self._stage: Path | None = None
         self._open: dict[PurePosixPath, tuple[IO[str], LineSink]] = {}
         self._rubric_folders: dict[PurePosixPath, PurePosixPath] = {}
+        self._made: list[Path] = []  # folders above --out this import created, deepest first
 
     # --- the block ---------------------------------------------------------------------------
 
@@ -84,11 +87,13 @@ class ImportWriter:
         parent = out.parent if out.parent != Path("") else Path(".")
         nearest = parent
         while not nearest.exists() and nearest != nearest.parent:
+            self._made.append(nearest)
             nearest = nearest.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
             self._stage = Path(tempfile.mkdtemp(dir=parent, prefix=f".{out.name or 'import'}.importing-"))
         except OSError as exc:
+            self._remove_made()
             raise InputError(f"cannot write: {exc.strerror or exc}", out) from None
         return self
 
@@ -103,6 +108,15 @@ class ImportWriter:
             if self._stage is not None and self._stage.exists():
                 shutil.rmtree(self._stage, ignore_errors=True)
             self._stage = None
+            if not self.out.exists():  # failed: the folders made for it go too
+                self._remove_made()
+
+    def _remove_made(self) -> None:
+        for folder in self._made:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (someone else wrote there meanwhile) or already gone
+                return
 
     # --- writing -----------------------------------------------------------------------------
 
@@ -113,7 +127,8 @@ class ImportWriter:
         final = self.out / relative
         if final.resolve() in _protected.get():
             raise InputError("would overwrite an input of this import: write somewhere else", final)
-        if final not in self.written:
+        if final not in self._written:
+            self._written.add(final)
             self.written.append(final)
         staged = self._stage / relative
         staged.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +153,7 @@ class ImportWriter:
         return self.out / relative
 
     def json(self, name: str | PurePosixPath, value: Any) -> Path:
-        return self.text(name, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return self.text(name, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
 
     def yaml(self, name: str | PurePosixPath, value: Any) -> Path:
         return self.text(name, yaml.safe_dump(value, sort_keys=False, allow_unicode=True))

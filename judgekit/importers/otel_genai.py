@@ -59,8 +59,10 @@ required outputs and faithfulness.
 
 Memory: the file is read one line (one OTLP document) at a time; a file that is one JSON document
 spread over lines is read whole, so it is held to the size of one line (256 MiB). Spans are
-buffered per trace until the trace's root span (the one without a parent) is read, which SDKs
-export last; the trace is then converted and dropped, and only its id is kept (about 150 bytes),
+buffered per trace until the document holding the trace's root span (the one without a parent) is
+read, which SDKs export last (within one document the order does not matter: a batch is grouped by
+instrumentation scope, so the root may come before its children there); the trace is then
+converted and dropped, and only its id is kept (about 150 bytes),
 so that a span arriving after its root is refused rather than made into a second, partial run. A
 trace whose root is not in the file (its parent is in another service's export) stays buffered to
 the end of the file. So memory holds one document, the open traces and the ids of closed ones,
@@ -71,8 +73,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -330,18 +334,21 @@ class _TraceBuffer:
         self.open: dict[str, list[_Span]] = {}
         self.closed: dict[str, int | None] = {}  # trace id -> line of its root
 
-    def add(self, span: _Span) -> list[_Span] | None:
-        if span.trace_id in self.closed:
-            raise InputError(
-                f"span {span.span_id} of trace {span.trace_id} comes after the trace's root span (line "
-                f"{self.closed[span.trace_id]}): a trace is converted when its root is read, so its spans must "
-                "come before it (as SDKs export them)", self.src, span.line)
-        spans = self.open.setdefault(span.trace_id, [])
-        spans.append(span)
-        if span.parent_id is None:
-            self.closed[span.trace_id] = span.line
-            return self.open.pop(span.trace_id)
-        return None
+    def add(self, spans: list[_Span]) -> list[list[_Span]]:
+        """Add one document's spans; hand out the traces whose root span it holds. Within a
+        document the order does not matter: the SDK groups a batch by scope, not by time."""
+        roots: dict[str, int | None] = {}
+        for span in spans:
+            if span.trace_id in self.closed:
+                raise InputError(
+                    f"span {span.span_id} of trace {span.trace_id} comes after the trace's root span (line "
+                    f"{self.closed[span.trace_id]}): a trace is converted when its root is read, so its spans must "
+                    "come before it or with it (as SDKs export them)", self.src, span.line)
+            self.open.setdefault(span.trace_id, []).append(span)
+            if span.parent_id is None:
+                roots.setdefault(span.trace_id, span.line)
+        self.closed.update(roots)
+        return [self.open.pop(trace_id) for trace_id in roots]
 
     def rest(self) -> Iterator[list[_Span]]:
         """Traces whose root never came, in the order they were first seen."""
@@ -378,14 +385,30 @@ def _runs(spans: list[_Span], src: Path) -> list[_Run]:
     for span in spans:
         if span.parent_id in by_id:
             children.setdefault(span.parent_id, []).append(span)
+    tops = sorted((s for s in spans if s.parent_id not in by_id), key=lambda s: s.order)
+    _no_cycle(spans, tops, children, src)
     runs: list[_Run] = []
-    for top in sorted((s for s in spans if s.parent_id not in by_id), key=lambda s: s.order):
+    for top in tops:
         agents = _outermost_agents(top, children)
         for root in agents or [top]:
             run = _Run(root, _scope(root, children))
             if agents or any(s.is_inference() or s.is_tool() for s in run.scope):
                 runs.append(run)
     return sorted(runs, key=lambda run: run.root.order)
+
+
+def _no_cycle(spans: list[_Span], tops: list[_Span], children: dict[str, list[_Span]], src: Path) -> None:
+    """Refuse spans no top span leads to: their parentSpanIds make a loop (a span that is its own
+    ancestor), which would otherwise drop them, and every GenAI span under them, unsaid."""
+    reached, stack = set(), list(tops)
+    while stack:
+        span = stack.pop()
+        reached.add(span.span_id)
+        stack.extend(children.get(span.span_id, []))
+    if len(reached) < len(spans):
+        span = min((s for s in spans if s.span_id not in reached), key=lambda s: s.order)
+        raise InputError(f"span {span.span_id} of trace {span.trace_id} is its own ancestor (its parentSpanId "
+                         "chain loops back to it): not a tree of spans", src, span.line)
 
 
 def _outermost_agents(top: _Span, children: dict[str, list[_Span]]) -> list[_Span]:
@@ -478,6 +501,8 @@ def _event_message(role: str, body: dict[str, Any]) -> dict[str, Any]:
     if tool_calls:
         if not isinstance(tool_calls, list) or not all(isinstance(c, dict) for c in tool_calls):
             raise _Bad("tool_calls must be a list of objects")
+        if not all(isinstance(c.get("function") or {}, dict) for c in tool_calls):
+            raise _Bad("a tool call's function must be an object with name and arguments")
         chat["tool_calls"] = [{**call, "function": {**(call.get("function") or {}), "arguments": _arguments(
             (call.get("function") or {}).get("arguments"))}} for call in tool_calls]
     return chat
@@ -506,9 +531,13 @@ def _span_messages(span: _Span) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 
 def _ids(message: dict[str, Any]) -> set[str]:
+    """The tool call ids a message carries. Only strings: another value is left for the
+    conversion, which refuses it with its place."""
     if message.get("role") == "tool":
-        return {message["tool_call_id"]} if message.get("tool_call_id") else set()
-    return {call.get("id") for call in message.get("tool_calls") or [] if call.get("id")}
+        ids = [message.get("tool_call_id")]
+    else:
+        ids = [call.get("id") for call in message.get("tool_calls") or []]
+    return {i for i in ids if isinstance(i, str) and i}
 
 
 def _transcript(spans: Iterable[_Span]) -> list[dict[str, Any]]:
@@ -572,13 +601,19 @@ def _join_tool_spans(calls: list[Call], spans: list[_Span]) -> list[Call]:
     that match none become calls of their own, after the others."""
     calls = list(calls)
     by_id = {call.id: n for n, call in enumerate(calls) if call.id}
+    by_tool: dict[str, deque[int]] = {}  # a queue per tool, so that joining by name stays linear
+    for n, call in enumerate(calls):
+        by_tool.setdefault(call.tool, deque()).append(n)
     used: set[int] = set()
     extra: list[Call] = []
     for span in spans:
         call_id = span.attrs.get("gen_ai.tool.call.id")
         n = by_id.get(str(call_id)) if call_id else None
         if n is None and not call_id:
-            n = next((i for i, c in enumerate(calls) if i not in used and c.tool == _tool_name(span)), None)
+            queue = by_tool.get(_tool_name(span), deque())
+            while queue and queue[0] in used:
+                queue.popleft()
+            n = queue[0] if queue else None
         if n is None or n in used:
             extra.append(_call_from_span(span))
             continue
@@ -640,10 +675,8 @@ def _iter_runs(src: Path) -> Iterator[_Run]:
             spans = list(_spans_of(document, line))
         except _Bad as exc:
             raise InputError(str(exc), src, line) from None
-        for span in spans:
-            trace = buffer.add(span)
-            if trace is not None:
-                yield from _runs(trace, src)
+        for trace in buffer.add(spans):
+            yield from _runs(trace, src)
     for trace in buffer.rest():
         yield from _runs(trace, src)
 
@@ -658,10 +691,11 @@ class _Drafts:
         self.tools: dict[str, dict[str, dict[str, Any]]] = {}
         self.earliest: int | None = None
 
-    def add(self, run: _Run, agent: str | None, src: Path) -> None:
+    def add(self, run: _Run, agent: Any, src: Path) -> None:
         if run.root.start_ns is not None:
             self.earliest = min(self.earliest or run.root.start_ns, run.root.start_ns)
-        declared = self.tools.setdefault(agent or "agent", {})
+        # gen_ai.agent.name is any attribute value in a hostile file: named by its text
+        declared = self.tools.setdefault(str(agent) if agent not in (None, "") else "agent", {})
         for span in [run.root, *run.inference]:
             if "gen_ai.tool.definitions" not in span.attrs:
                 continue
@@ -672,12 +706,13 @@ class _Drafts:
             for name, parameters in _declared(definitions, span, src):
                 declared.setdefault(name, parameters)
 
-    def rubrics(self, registered: date | None) -> Iterator[Rubric]:
+    def rubrics(self, registered: date | None, src: Path) -> Iterator[Rubric]:
         if registered is None:
             registered = _time(self.earliest).date() if self.earliest else DEFAULT_REGISTERED
+        taken: set[str] = set()
         for agent, tools in sorted(self.tools.items()):
             if tools:
-                yield _draft(agent, tools, registered)
+                yield _draft(agent, _slug(agent, taken), tools, registered, src)
 
 
 def _declared(definitions: Any, span: _Span, src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -690,11 +725,25 @@ def _declared(definitions: Any, span: _Span, src: Path) -> Iterator[tuple[str, d
         if not isinstance(inner, dict) or not isinstance(inner.get("name"), str):
             raise InputError(f"span {span.span_id}: a tool definition without a name", src, span.line)
         parameters = inner.get("parameters") or inner.get("input_schema") or {}
-        yield inner["name"], parameters if isinstance(parameters, dict) else {}
+        parameters = parameters if isinstance(parameters, dict) else {}
+        if not isinstance(parameters.get("properties") or {}, dict):
+            raise InputError(f"span {span.span_id}: tool {inner['name']!r}: the properties of its parameters must be "
+                             "an object (parameter name -> JSON Schema)", src, span.line)
+        yield inner["name"], parameters
 
 
-def _draft(agent: str, tools: dict[str, dict[str, Any]], registered: date) -> Rubric:
+def _slug(agent: str, taken: set[str]) -> str:
+    """The agent's name as a rubric id part. Two agents that would share one ("Support Agent",
+    "support-agent"; any two names without ASCII letters) keep apart by a hash of the name: the
+    second draft would otherwise replace the first without a word."""
     slug = re.sub(r"[^a-z0-9._-]+", "-", agent.lower()).strip("-._") or "agent"
+    if slug in taken:
+        slug = f"{slug}-{hashlib.sha256(agent.encode()).hexdigest()[:8]}"
+    taken.add(slug)
+    return slug
+
+
+def _draft(agent: str, slug: str, tools: dict[str, dict[str, Any]], registered: date, src: Path) -> Rubric:
     expected = [{"tool": name, "args": dict((parameters.get("properties") or {}).items())}
                 for name, parameters in tools.items()]
     try:
@@ -706,7 +755,7 @@ def _draft(agent: str, tools: dict[str, dict[str, Any]], registered: date) -> Ru
         })
     except ValidationError as exc:
         raise InputError(f"the tools agent {agent!r} declared do not make a rubric: "
-                         f"{describe_validation_error(exc)}") from None
+                         f"{describe_validation_error(exc)}", src) from None
 
 
 # --- the importer -------------------------------------------------------------------------------
@@ -727,7 +776,7 @@ def import_otel_genai(src: Path, out: Path, *, registered: date | None = None,
             raise InputError("no GenAI run found: no invoke_agent, inference or execute_tool span "
                              "(is this OTLP trace data from a GenAI instrumentation?)", src)
         if drafts is not None:
-            rubrics = list(drafts.rubrics(registered))
+            rubrics = list(drafts.rubrics(registered, src))
             if not rubrics:
                 raise InputError("--draft-rubric: no gen_ai.tool.definitions in any run (recording them is "
                                  "opt-in in most instrumentations)", src)

@@ -1,0 +1,518 @@
+"""The one argument matcher of tool correctness: JSON Schema, value expectations, declarations.
+
+Each argument an expected call names (in ``args``, in ``values`` or in both) is one point. For
+the call matched to it, the checks run in this order and the first that fails is the reason the
+point is lost:
+
+1. presence: absent loses the point ("argument missing") unless ``values.NAME.optional``, which
+   earns it ("absent, which the rubric allows");
+2. the rubric's JSON Schema, ``args.NAME`` ("off-schema: ...");
+3. the value expectation, ``values.NAME``: equal to ``equals`` or to one of ``any_of``, with
+   the rules below ("value ... is not ...");
+4. the tool's declared property schema, ``tools.TOOL.properties.NAME`` ("off the declared schema
+   of TOOL: ..."), except for a value equal, exactly (JSON equality, no normalisation or
+   tolerance), to one the rubric pins: an ``equals``/``any_of`` value, or the ``const`` of an
+   ``args`` schema that is just ``{"const": V}``. The pre-registered rubric is the more specific
+   of the two, and ground truths do pin values their tool does not declare (BFCL pins a
+   variable name for an array argument, a lower-case word outside an enum).
+
+Equality is JSON equality as ``judgekit._json_equality`` defines it, the one the end-state
+diff, the predicates and a schema's ``const`` use: numbers by value (``1 == 1.0``), booleans
+never numbers, strings by code points, arrays in order, objects by the same keys in any order.
+An expectation's rules change it at every depth of the value:
+
+- ``tolerance: t``: two numbers are equal when ``|a - b| <= t``, computed in floating point
+  (a tolerance of 0 is JSON equality; none is JSON equality too);
+- ``normalize``: strings (not object keys) are compared after the normalisations named, applied
+  in the fixed order ``judgekit.rubric.NORMALIZATIONS``: casefold (Unicode case folding),
+  remove_punctuation (every character of Unicode category P: ``. , ; : ! ? ' " - _ / ( ) [ ]
+  { } @ # % & * \\``; symbols such as ``$ + < = > ^ ` | ~`` stay), remove_whitespace,
+  collapse_whitespace (each run becomes one space), strip;
+- ``unordered``: arrays compare as multisets (the same items, each as often, in any order).
+
+Reported, never scored (the result's ``notes``), for each matched call to a tool the rubric
+declares: argument keys its declaration does not name and no point covers; keys below that
+(inside an object whose schema lists ``properties`` and opens no others with
+``patternProperties`` or ``additionalProperties``); declared arguments no point covers whose
+value is off their schema. At most MAX_NOTES per call, the last saying how many more.
+
+Speed: the plan of each criteria (per expected call and argument: its schema, its compiled value
+matcher, its declared schema) is built once and cached by the identity of the criteria object,
+which is frozen with its rubric, as ``judgekit._jsonschema`` caches its checkers. A value
+matcher without tolerance compares hashable keys: one set lookup among the acceptable values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from judgekit._io import canonical_json
+from judgekit._regex import spend
+from judgekit.errors import InputError
+from judgekit.results import ToolNote
+
+if TYPE_CHECKING:  # the rubric module checks declarations with this one: no import back at run time
+    from judgekit.rubric import ArgumentValue, ExpectedCall, ToolCorrectnessCriteria
+
+FirstError = Callable[[Any, Any], "str | None"]
+Verdict = tuple[str, bool, str, bool]
+"""(argument, point earned, reason, the value is one the rubric pins exactly)."""
+MAX_NOTES = 20
+"""Most notes kept for one call (the last one counts the rest)."""
+
+# --- strings -------------------------------------------------------------------------------------
+
+_ASCII_PUNCTUATION = {ord(c): None for c in string.punctuation if unicodedata.category(c).startswith("P")}
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _remove_punctuation(text: str) -> str:
+    if text.isascii():
+        return text.translate(_ASCII_PUNCTUATION)
+    return "".join(c for c in text if not unicodedata.category(c).startswith("P"))
+
+
+STEPS: dict[str, Callable[[str], str]] = {  # in the order they apply: judgekit.rubric.NORMALIZATIONS
+    "casefold": str.casefold,
+    "remove_punctuation": _remove_punctuation,
+    "remove_whitespace": lambda text: "".join(text.split()),
+    "collapse_whitespace": lambda text: _WHITESPACE.sub(" ", text),
+    "strip": str.strip,
+}
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def text_rule(names: list[str]) -> Callable[[str], str]:
+    """The normalisation of strings that ``names`` ask for, applied in the fixed order."""
+    steps = [step for name, step in STEPS.items() if name in names]
+    if not steps:
+        return _same
+
+    def normalise(text: str) -> str:
+        for step in steps:
+            text = step(text)
+        return text
+
+    return normalise
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def value_key(value: Any, text: Callable[[str], str] = _same, unordered: bool = False) -> Any:
+    """A hashable stand-in for ``value``: two values have equal keys exactly when they are equal
+    under JSON equality with ``text`` applied to strings and, if ``unordered``, arrays taken as
+    multisets. (An integral float keys as the int it equals, so 1 and 1.0 key alike.)"""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, str):
+        return ("str", text(value))
+    if isinstance(value, float):
+        return ("num", int(value) if value.is_integer() else value)
+    if isinstance(value, int):
+        return ("num", value)
+    if isinstance(value, list):
+        items = [value_key(item, text, unordered) for item in value]
+        return ("bag", frozenset(Counter(items).items())) if unordered else ("list", tuple(items))
+    if isinstance(value, dict):
+        return ("object", frozenset((name, value_key(item, text, unordered)) for name, item in value.items()))
+    return ("null",) if value is None else ("other", value)
+
+
+def _normalised(value: Any, text: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, list):
+        return [_normalised(item, text) for item in value]
+    if isinstance(value, dict):
+        return {name: _normalised(item, text) for name, item in value.items()}
+    return value
+
+
+def _numbers_close(a: int | float, b: int | float, tolerance: float) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return abs(a - b) <= tolerance
+    try:
+        return abs(a - b) <= tolerance
+    except OverflowError:  # an int past float range against a float: farther apart than any tolerance
+        return False
+
+
+def close(a: Any, b: Any, tolerance: float, text: Callable[[str], str], unordered: bool) -> bool:
+    """Whether ``a`` equals ``b`` (already normalised) with numbers within ``tolerance``."""
+    spend("argument value")
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return _numbers_close(a, b, tolerance)
+    if isinstance(a, str) and isinstance(b, str):
+        return text(a) == b
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return False
+        if unordered:
+            return _all_paired(a, b, lambda x, y: close(x, y, tolerance, text, unordered))
+        return all(close(x, y, tolerance, text, unordered) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k], tolerance, text, unordered) for k in a)
+    return a is None and b is None
+
+
+def _all_paired(a: list[Any], b: list[Any], equal: Callable[[Any, Any], bool]) -> bool:
+    """Whether every item of ``a`` can be paired with its own equal item of ``b`` (a perfect
+    bipartite matching, by augmenting paths: "equal within a tolerance" is not transitive, so
+    pairing greedily could miss one)."""
+    owner: list[int | None] = [None] * len(b)
+
+    def place(i: int, seen: set[int]) -> bool:
+        for j in range(len(b)):
+            if j not in seen and equal(a[i], b[j]):
+                seen.add(j)
+                held = owner[j]
+                if held is None or place(held, seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return all(place(i, set()) for i in range(len(a)))
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ValueMatcher:
+    """One compiled ``ArgumentValue``: ``check(value) -> (acceptable, pinned exactly)``."""
+
+    def __init__(self, expectation: ArgumentValue):
+        acceptable = expectation.acceptable()
+        self.optional = expectation.optional
+        self._tolerance = expectation.tolerance
+        self._text = text_rule(expectation.normalize)
+        self._unordered = expectation.unordered
+        self.accepts_any = not acceptable  # optional only: any value given is fine
+        self._plain = self._text is _same and not self._unordered and self._tolerance is None
+        self._exact = {value_key(value) for value in acceptable}
+        if self._tolerance is None:
+            self._keys = {value_key(value, self._text, self._unordered) for value in acceptable}
+        else:
+            self._values = [_normalised(value, self._text) for value in acceptable]
+        self._expected = self._describe(acceptable, expectation)
+
+    @staticmethod
+    def _describe(acceptable: list[Any], expectation: ArgumentValue) -> str:
+        if len(acceptable) == 1:
+            text = _shown(acceptable[0])
+        else:
+            shown = ", ".join(_shown(value, 40) for value in acceptable[:5])
+            text = f"one of {shown}" + (f" (and {len(acceptable) - 5} more)" if len(acceptable) > 5 else "")
+        rules = list(expectation.normalize)
+        if expectation.tolerance is not None:
+            rules.append(f"numbers within {expectation.tolerance:g}")
+        if expectation.unordered:
+            rules.append("lists in any order")
+        return text + (f" (compared with {', '.join(rules)})" if rules else "")
+
+    def check(self, value: Any) -> tuple[bool, bool]:
+        if self.accepts_any:
+            return True, False
+        if self._tolerance is None:
+            spend("argument value")
+            ok = value_key(value, self._text, self._unordered) in self._keys
+        else:
+            ok = any(close(value, b, self._tolerance, self._text, self._unordered) for b in self._values)
+        if not ok:
+            return False, False
+        return True, self._plain or value_key(value) in self._exact
+
+    def mismatch(self, value: Any) -> str:
+        return f"value {_shown(value)} is not {self._expected}"
+
+
+# --- plans ---------------------------------------------------------------------------------------
+
+
+class Declaration:
+    """A tool's declared parameters, ready to check arguments against."""
+
+    def __init__(self, tool: str, schema: dict[str, Any]):
+        self.tool = tool
+        self.defs = schema.get("$defs") if isinstance(schema.get("$defs"), dict) else None
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        # A property schema is applied alone, with the root's $defs beside it for its refs. Built
+        # once per criteria and kept: the checker cache of judgekit._jsonschema is by identity.
+        self.properties = {name: self._alone(prop) for name, prop in properties.items()}
+
+    def _alone(self, prop: Any) -> Any:
+        if self.defs is None or not isinstance(prop, dict):
+            return prop
+        return {**prop, "$defs": self.defs}
+
+
+class Argument:
+    """One expected argument: its point's checks."""
+
+    __slots__ = ("name", "schema", "const_pin", "value", "declared", "tool", "earned")
+
+    def __init__(self, name: str, expected: ExpectedCall, declaration: Declaration | None):
+        self.name = name
+        self.tool = expected.tool
+        self.schema = expected.args.get(name)
+        self.const_pin = isinstance(self.schema, dict) and len(self.schema) == 1 and "const" in self.schema
+        self.value = ValueMatcher(expected.values[name]) if name in expected.values else None
+        self.declared = declaration.properties.get(name) if declaration is not None else None
+        checked = (["valid against its schema"] if self.schema is not None else []) + (
+            ["an acceptable value"] if self.value is not None and not self.value.accepts_any else [])
+        self.earned = " and ".join(checked) or "given"
+
+    def verdict(self, args: dict[str, Any], first_error: FirstError) -> Verdict:
+        name = self.name
+        if name not in args:
+            if self.value is not None and self.value.optional:
+                return name, True, "absent, which the rubric allows (optional)", False
+            return name, False, "argument missing", False
+        value = args[name]
+        exact = False
+        if self.schema is not None:
+            problem = first_error(self.schema, value)
+            if problem is not None:
+                return name, False, f"off-schema: {problem}", False
+            exact = self.const_pin
+        if self.value is not None:
+            ok, pinned = self.value.check(value)
+            if not ok:
+                return name, False, self.value.mismatch(value), False
+            exact = exact or pinned
+        if self.declared is not None and not exact:
+            problem = first_error(self.declared, value)
+            if problem is not None:
+                return name, False, f"off the declared schema of {self.tool}: {problem}", False
+            return name, True, f"{self.earned} and valid against the declared schema of {self.tool}", False
+        return name, True, self.earned, exact
+
+
+class CallPlan:
+    """What one expected call checks in the call matched to it."""
+
+    __slots__ = ("tool", "names", "arguments", "declaration")
+
+    def __init__(self, expected: ExpectedCall, declaration: Declaration | None):
+        self.tool = expected.tool
+        self.names = expected.argument_names()
+        self.arguments = [Argument(name, expected, declaration) for name in self.names]
+        self.declaration = declaration
+
+    def verdicts(self, args: dict[str, Any], first_error: FirstError) -> list[Verdict]:
+        """A Verdict for each expected argument, in the rubric's order."""
+        verdicts: list[Verdict] = []
+        try:
+            for argument in self.arguments:
+                verdicts.append(argument.verdict(args, first_error))
+        except RecursionError:
+            raise InputError(f"expected call to {self.tool}, argument {self.names[len(verdicts)]!r}: "
+                             "the value is nested too deeply to compare") from None
+        except InputError as exc:  # past its time bound: the point can be neither earned nor lost
+            raise InputError(f"expected call to {self.tool}, argument {self.names[len(verdicts)]!r}: {exc}") from None
+        return verdicts
+
+
+MAX_CACHED_PLANS = 4096
+_plans: dict[int, tuple[ToolCorrectnessCriteria, list[CallPlan]]] = {}  # id(criteria) -> (criteria, plans)
+_plans_lock = threading.Lock()
+
+
+def plans_for(criteria: ToolCorrectnessCriteria) -> list[CallPlan]:
+    """The plans of ``criteria``'s expected calls, built on first use (see the module docstring)."""
+    entry = _plans.get(id(criteria))
+    if entry is not None and entry[0] is criteria:
+        return entry[1]
+    declarations = {tool: Declaration(tool, schema) for tool, schema in criteria.tools.items()}
+    plans = [CallPlan(expected, declarations.get(expected.tool)) for expected in criteria.expected_calls]
+    with _plans_lock:
+        while len(_plans) >= MAX_CACHED_PLANS:
+            del _plans[next(iter(_plans))]
+        _plans[id(criteria)] = (criteria, plans)
+    return plans
+
+
+# --- notes ---------------------------------------------------------------------------------------
+
+
+def _pointer(path: list[str | int]) -> str:
+    return "/".join(str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def _undeclared_below(schema: Any, value: Any, path: list[str | int], defs: dict[str, Any] | None,
+                      found: list[str]) -> None:
+    """Append the paths of keys below ``value`` that ``schema`` does not declare."""
+    spend("argument declaration")
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and defs is not None:
+        target = schema["$ref"].removeprefix("#/$defs/")
+        schema = defs.get(target, schema) if target != schema["$ref"] else schema
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, dict):
+        extra = schema.get("additionalProperties")
+        opened = "patternProperties" in schema or (extra is not None and extra is not False)
+        for key, item in value.items():
+            if key in properties:
+                _undeclared_below(properties[key], item, [*path, key], defs, found)
+            elif not opened:
+                found.append(_pointer([*path, key]))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            _undeclared_below(schema["items"], item, [*path, index], defs, found)
+
+
+def call_notes(plan: CallPlan, index: int, args: dict[str, Any], verdicts: list[Verdict],
+               first_error: FirstError) -> list[ToolNote]:
+    """The notes on the call #``index`` matched to ``plan``'s expected call, whose ``verdicts``
+    these are (see the module docstring); none when the rubric does not declare that tool.
+    Nothing is reported below a value the rubric pins exactly: it named that very value."""
+    declaration = plan.declaration
+    if declaration is None:
+        return []
+    pinned_names = [verdict[0] for verdict in verdicts if verdict[3]]
+    if len(pinned_names) == len(args):  # each argument given is one the rubric pins exactly
+        return []
+    tool = declaration.tool
+    found: list[tuple[str, str]] = []
+    covered = plan.names
+    pinned = set(pinned_names)
+    for name, value in args.items():
+        if name in pinned:
+            continue
+        declared = declaration.properties.get(name)
+        if declared is None:
+            if name not in covered:
+                found.append((_pointer([name]), f"not declared by {tool} (reported, not scored)"))
+            continue
+        if name not in covered:
+            try:
+                problem = first_error(declared, value)
+            except InputError as exc:
+                problem = f"could not be checked: {exc}"
+            if problem is not None:
+                found.append((_pointer([name]), f"off the declared schema of {tool}: {problem} (reported, not scored)"))
+        below: list[str] = []
+        _undeclared_below(declared, value, [name], declaration.defs, below)
+        found.extend((path, f"not declared by {tool} (reported, not scored)") for path in below)
+    notes = [ToolNote(call=index, tool=tool, arg=arg, reason=reason) for arg, reason in found[:MAX_NOTES]]
+    if len(found) > MAX_NOTES:
+        notes[-1] = ToolNote(call=index, tool=tool, arg=notes[-1].arg,
+                             reason=f"{notes[-1].reason}; and {len(found) - MAX_NOTES + 1} more such note(s)")
+    return notes
+
+
+# --- declarations, checked at load ---------------------------------------------------------------
+#
+# A suite may declare a thousand tools (BFCL does), and a metaschema validation costs a couple of
+# milliseconds whatever the schema's size. So a declaration is checked in parts that repeat from
+# tool to tool: its shell (everything but ``properties`` and ``required``), then each property
+# schema without its annotations (``description``, ``title``, ``$comment``, ``default``,
+# ``examples``, which are checked by hand here). Each part is checked once per process, cached by
+# its canonical JSON; what the whole would refuse, a part refuses.
+
+_ANNOTATIONS_TEXT = ("description", "title", "$comment")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+               "propertyNames")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def _without_annotations(node: Any) -> Any:
+    """``node`` (a schema) without annotations at any depth; ValueError for one of the wrong type."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _ANNOTATIONS_TEXT:
+            if not isinstance(value, str):
+                raise ValueError(f"invalid JSON Schema: {key} must be a string, not {json.dumps(value)[:40]}")
+        elif key == "examples":
+            if not isinstance(value, list):
+                raise ValueError("invalid JSON Schema: examples must be an array")
+        elif key == "default":
+            continue
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _without_annotations(item) for name, item in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_without_annotations(item) for item in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = _without_annotations(value)
+        else:
+            out[key] = value
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _schema_problem(schema_json: str) -> str | None:
+    from judgekit._jsonschema import SchemaProblem, check_schema
+
+    try:
+        check_schema(json.loads(schema_json))
+    except SchemaProblem as exc:
+        return str(exc)
+    return None
+
+
+def _part_problem(schema: Any, annotations_too: bool = False) -> str | None:
+    try:
+        part = schema if annotations_too else _without_annotations(schema)
+    except ValueError as exc:
+        return str(exc)
+    return _schema_problem(canonical_json(part))
+
+
+def _refs(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        return ([node["$ref"]] if "$ref" in node else []) + [ref for item in node.values() for ref in _refs(item)]
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    return []
+
+
+def check_declaration(schema: Any) -> str | None:
+    """Why ``schema`` cannot be a tool's declared parameters, or None when it can."""
+    if not isinstance(schema, dict):
+        return f"a tool's declaration is a JSON Schema object, not a {type(schema).__name__}"
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    if not isinstance(properties, dict):
+        return "properties must be an object: argument name -> JSON Schema"
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required) \
+            or len(set(required)) != len(required):
+        return "required must be a list of distinct argument names"
+    problem = _part_problem({key: value for key, value in schema.items() if key not in ("properties", "required")})
+    if problem is not None:
+        return problem
+    defs = schema.get("$defs")
+    for name, prop in properties.items():
+        if isinstance(prop, dict) and "$schema" in prop:
+            return f"property {name!r}: $schema may only appear at the top of the declaration"
+        refs = _refs(prop)
+        if not refs:
+            problem = _part_problem(prop)
+        elif bad := [ref for ref in refs if not (isinstance(ref, str) and ref.startswith("#/$defs/"))]:
+            problem = (f"$ref {bad[0]!r} must name '#/$defs/NAME' of the declaration (each property "
+                       "schema is applied alone, with the declaration's $defs)")
+        elif isinstance(prop, dict) and "$defs" in prop:
+            problem = "put its $defs in the declaration's $defs"
+        else:
+            problem = _part_problem({**prop, "$defs": defs} if isinstance(prop, dict) and defs is not None else prop,
+                                    annotations_too=True)
+        if problem is not None:
+            return f"property {name!r}: {problem}"
+    return None
