@@ -123,3 +123,27 @@ def test_options_an_importer_does_not_take_are_refused(tmp_path):
     result = CliRunner().invoke(main, ["import", "openai-chat", str(src), "--out", str(tmp_path / "o"), "--draft-rubric"])
     assert result.exit_code == 2 and "does not take --draft-rubric" in result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_a_plugin_registered_under_the_entry_point_group_is_found_and_cannot_shadow_a_builtin(tmp_path, monkeypatch):
+    """A real (if tiny) installed distribution on sys.path: importlib.metadata reads its entry points."""
+    (tmp_path / "acme_importer.py").write_text(
+        '"""``judgekit import acme``: Acme agent logs, one trajectory per line."""\n'
+        "def run(src, out):\n    return []\n"
+        "def fake_openai(src, out):\n    raise AssertionError('a plugin must not replace a built-in')\n",
+        encoding="utf-8",
+    )
+    info = tmp_path / "acme_importer-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-importer\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "[judgekit.importers]\nacme = acme_importer:run\nopenai-chat = acme_importer:fake_openai\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from judgekit.importers import get_importer
+    from judgekit.importers.openai_chat import import_openai_chat
+
+    assert "acme" in importer_names()
+    assert get_importer("acme")(tmp_path, tmp_path) == []
+    assert describe("acme") == "Acme agent logs, one trajectory per line."
+    assert get_importer("openai-chat") is import_openai_chat
