@@ -21,8 +21,9 @@ diff, the predicates and a schema's ``const`` use: numbers by value (``1 == 1.0`
 never numbers, strings by code points, arrays in order, objects by the same keys in any order.
 An expectation's rules change it at every depth of the value:
 
-- ``tolerance: t``: two numbers are equal when ``|a - b| <= t``, computed in floating point
-  (a tolerance of 0 is JSON equality; none is JSON equality too);
+- ``tolerance: t``: two numbers are equal when they are JSON-equal or ``|a - b| <= t``,
+  computed in floating point (exactly for an int past float range), so a tolerance of 0 is
+  JSON equality, as none is;
 - ``normalize``: strings (not object keys) are compared after the normalisations named, applied
   in the fixed order ``judgekit.rubric.NORMALIZATIONS``: casefold (Unicode case folding),
   remove_punctuation (every character of Unicode category P: ``. , ; : ! ? ' " - _ / ( ) [ ]
@@ -32,9 +33,13 @@ An expectation's rules change it at every depth of the value:
 
 Reported, never scored (the result's ``notes``), for each matched call to a tool the rubric
 declares: argument keys its declaration does not name and no point covers; keys below that
-(inside an object whose schema lists ``properties`` and opens no others with
-``patternProperties`` or ``additionalProperties``); declared arguments no point covers whose
-value is off their schema. At most MAX_NOTES per call, the last saying how many more.
+(inside an object whose schema lists ``properties``); declared arguments no point covers whose
+value is off their schema. A key counts as declared where any schema that applies to its object
+lists it: the keywords beside a ``$ref`` and those of its target alike; none is reported where
+one may declare keys otherwise (``patternProperties``, ``additionalProperties`` or
+``unevaluatedProperties`` other than false, ``allOf``/``anyOf``/``oneOf``, ``if``/``then``/
+``else``, ``dependentSchemas``, a ``$ref`` not into ``$defs``). At most MAX_NOTES per call, the
+last saying how many more.
 
 Speed: the plan of each criteria (per expected call and argument: its schema, its compiled value
 matcher, its declared schema) is built once and cached by the identity of the criteria object,
@@ -51,6 +56,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
+from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -74,10 +80,18 @@ _ASCII_PUNCTUATION = {ord(c): None for c in string.punctuation if unicodedata.ca
 _WHITESPACE = re.compile(r"\s+")
 
 
+_CHUNK = 1 << 20
+"""Characters looked up between two looks at the check's time budget (about a quarter second)."""
+
+
 def _remove_punctuation(text: str) -> str:
     if text.isascii():
         return text.translate(_ASCII_PUNCTUATION)
-    return "".join(c for c in text if not unicodedata.category(c).startswith("P"))
+    kept = []
+    for start in range(0, len(text), _CHUNK):  # a category lookup per character: slow, so bounded
+        spend("argument value")
+        kept.append("".join(c for c in text[start:start + _CHUNK] if not unicodedata.category(c).startswith("P")))
+    return "".join(kept)
 
 
 STEPS: dict[str, Callable[[str], str]] = {  # in the order they apply: judgekit.rubric.NORMALIZATIONS
@@ -141,12 +155,12 @@ def _normalised(value: Any, text: Callable[[str], str]) -> Any:
 
 
 def _numbers_close(a: int | float, b: int | float, tolerance: float) -> bool:
-    if isinstance(a, int) and isinstance(b, int):
-        return abs(a - b) <= tolerance
+    if a == b:  # exactly, as JSON equality: an int minus a float is rounded to a float
+        return True
     try:
-        return abs(a - b) <= tolerance
-    except OverflowError:  # an int past float range against a float: farther apart than any tolerance
-        return False
+        return tolerance > 0 and abs(a - b) <= tolerance
+    except OverflowError:  # an int past float range against a float: exactly, in fractions
+        return abs(Fraction(a) - Fraction(b)) <= tolerance
 
 
 def close(a: Any, b: Any, tolerance: float, text: Callable[[str], str], unordered: bool) -> bool:
@@ -162,26 +176,77 @@ def close(a: Any, b: Any, tolerance: float, text: Callable[[str], str], unordere
         if len(a) != len(b):
             return False
         if unordered:
-            return _all_paired(a, b, lambda x, y: close(x, y, tolerance, text, unordered))
+            return _all_paired(a, b, lambda x, y: close(x, y, tolerance, text, unordered), text)
         return all(close(x, y, tolerance, text, unordered) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(close(a[k], b[k], tolerance, text, unordered) for k in a)
     return a is None and b is None
 
 
-def _all_paired(a: list[Any], b: list[Any], equal: Callable[[Any, Any], bool]) -> bool:
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _all_paired(a: list[Any], b: list[Any], equal: Callable[[Any, Any], bool], text: Callable[[str], str]) -> bool:
     """Whether every item of ``a`` can be paired with its own equal item of ``b`` (a perfect
-    bipartite matching, by augmenting paths: "equal within a tolerance" is not transitive, so
-    pairing greedily could miss one)."""
-    owner: list[int | None] = [None] * len(b)
+    bipartite matching: "equal within a tolerance" is not transitive, so pairing greedily could
+    miss one). Cheap cases first: equal in the order given, or the same items exactly; numbers
+    pair in sorted order (if any pairing works, the sorted one does: swap two crossed pairs);
+    then augmenting paths, with the copies of an item of ``b`` one node."""
+    if all(map(equal, a, b)):
+        return True
+    if len(a) < 2:
+        return False
+    keys_a = [value_key(x, text, True) for x in a]
+    keys_b = [value_key(y, text, True) for y in b]
+    if Counter(keys_a) == Counter(keys_b):
+        return True
+    if all(map(_is_number, a)) and all(map(_is_number, b)):
+        return all(map(equal, sorted(a), sorted(b)))
+    return _matched(a, keys_a, b, keys_b, equal)
+
+
+def _matched(a: list[Any], keys_a: list[Any], b: list[Any], keys_b: list[Any],
+             equal: Callable[[Any, Any], bool]) -> bool:
+    """Kuhn's augmenting paths from each item of ``a`` to the distinct items of ``b``: items with
+    equal keys are interchangeable, so the copies of one are a group with room for each, and a
+    pair of distinct items is compared once, when first needed. Time grows with the distinct
+    items, not with their copies."""
+    group_of: dict[Any, int] = {}
+    items: list[Any] = []
+    room: list[int] = []
+    for item, key in zip(b, keys_b):
+        if key not in group_of:
+            group_of[key] = len(items)
+            items.append(item)
+            room.append(0)
+        room[group_of[key]] += 1
+    kind_of: dict[Any, int] = {}
+    kinds = [kind_of.setdefault(key, len(kind_of)) for key in keys_a]
+    known: dict[tuple[int, int], bool] = {}  # (kind of an item of a, group of b) -> equal
+    owners: list[list[int]] = [[] for _ in items]
+    free = dict.fromkeys(range(len(items)))  # the groups with room left, in order
+
+    def pairs(i: int, g: int) -> bool:
+        if (kinds[i], g) not in known:
+            known[kinds[i], g] = equal(a[i], items[g])
+        return known[kinds[i], g]
 
     def place(i: int, seen: set[int]) -> bool:
-        for j in range(len(b)):
-            if j not in seen and equal(a[i], b[j]):
-                seen.add(j)
-                held = owner[j]
-                if held is None or place(held, seen):
-                    owner[j] = i
+        spend("argument value")
+        for g in free:  # a copy left first: no path to follow (a group in ``seen`` is full)
+            if pairs(i, g):
+                owners[g].append(i)
+                if len(owners[g]) == room[g]:
+                    del free[g]
+                return True
+        for g in range(len(items)):
+            if g in seen or g in free or not pairs(i, g):
+                continue
+            seen.add(g)
+            for slot, held in enumerate(owners[g]):
+                if place(held, seen):
+                    owners[g][slot] = i
                     return True
         return False
 
@@ -254,6 +319,10 @@ class Declaration:
         # A property schema is applied alone, with the root's $defs beside it for its refs. Built
         # once per criteria and kept: the checker cache of judgekit._jsonschema is by identity.
         self.properties = {name: self._alone(prop) for name, prop in properties.items()}
+        chain, lost = _chain(schema, self.defs)
+        # Argument keys may be declared beyond ``properties`` (a $ref, allOf, patternProperties...):
+        # then a key it does not list is not reported (a note must never be wrong).
+        self.declares_others = lost or len(chain) > 1 or any(map(_declares_others, chain))
 
     def _alone(self, prop: Any) -> Any:
         if self.defs is None or not isinstance(prop, dict):
@@ -354,27 +423,57 @@ def _pointer(path: list[str | int]) -> str:
     return "/".join(str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def _undeclared_below(schema: Any, value: Any, path: list[str | int], defs: dict[str, Any] | None,
+_DECLARE_OTHERS = ("patternProperties", "allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas")
+
+
+def _declares_others(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` may declare keys of an object that its ``properties`` do not list."""
+    return any(key in schema for key in _DECLARE_OTHERS) or any(
+        schema.get(key) not in (None, False) for key in ("additionalProperties", "unevaluatedProperties"))
+
+
+def _chain(schema: Any, defs: dict[str, Any] | None) -> tuple[list[dict[str, Any]], bool]:
+    """(``schema`` and the schemas its $ref leads to in the declaration's $defs, each of which
+    applies, whether a $ref led somewhere not followed here)."""
+    chain: list[dict[str, Any]] = []
+    while isinstance(schema, dict) and len(chain) <= len(defs or ()):  # the declaration has no $ref loop
+        chain.append(schema)
+        ref = schema.get("$ref")
+        if ref is None:
+            return chain, False
+        if not (isinstance(ref, str) and ref.startswith("#/$defs/") and defs is not None):
+            return chain, True
+        schema = defs.get(ref.removeprefix("#/$defs/").replace("~1", "/").replace("~0", "~"))
+    return chain, True
+
+
+def _undeclared_below(schemas: list[Any], value: Any, path: list[str | int], defs: dict[str, Any] | None,
                       found: list[str]) -> None:
-    """Append the paths of keys below ``value`` that ``schema`` does not declare."""
+    """Append the paths of keys below ``value`` that none of ``schemas`` (which all apply to it)
+    declares."""
     spend("argument declaration")
-    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and defs is not None:
-        target = schema["$ref"].removeprefix("#/$defs/")
-        schema = defs.get(target, schema) if target != schema["$ref"] else schema
-    if not isinstance(schema, dict):
-        return
-    properties = schema.get("properties")
-    if isinstance(value, dict) and isinstance(properties, dict):
-        extra = schema.get("additionalProperties")
-        opened = "patternProperties" in schema or (extra is not None and extra is not False)
+    parts: list[dict[str, Any]] = []
+    unknown = False
+    for schema in schemas:
+        chain, lost = _chain(schema, defs)
+        parts += chain
+        unknown = unknown or lost
+    if isinstance(value, dict):
+        listed = [part["properties"] for part in parts if isinstance(part.get("properties"), dict)]
+        if not listed:
+            return
+        opened = unknown or any(map(_declares_others, parts))
         for key, item in value.items():
-            if key in properties:
-                _undeclared_below(properties[key], item, [*path, key], defs, found)
+            below = [properties[key] for properties in listed if key in properties]
+            if below:
+                _undeclared_below(below, item, [*path, key], defs, found)
             elif not opened:
                 found.append(_pointer([*path, key]))
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            _undeclared_below(schema["items"], item, [*path, index], defs, found)
+    elif isinstance(value, list):
+        below = [part["items"] for part in parts if isinstance(part.get("items"), dict)]
+        if below:
+            for index, item in enumerate(value):
+                _undeclared_below(below, item, [*path, index], defs, found)
 
 
 def call_notes(plan: CallPlan, index: int, args: dict[str, Any], verdicts: list[Verdict],
@@ -397,7 +496,7 @@ def call_notes(plan: CallPlan, index: int, args: dict[str, Any], verdicts: list[
             continue
         declared = declaration.properties.get(name)
         if declared is None:
-            if name not in covered:
+            if name not in covered and not declaration.declares_others:
                 found.append((_pointer([name]), f"not declared by {tool} (reported, not scored)"))
             continue
         if name not in covered:
@@ -408,7 +507,7 @@ def call_notes(plan: CallPlan, index: int, args: dict[str, Any], verdicts: list[
             if problem is not None:
                 found.append((_pointer([name]), f"off the declared schema of {tool}: {problem} (reported, not scored)"))
         below: list[str] = []
-        _undeclared_below(declared, value, [name], declaration.defs, below)
+        _undeclared_below([declared], value, [name], declaration.defs, below)
         found.extend((path, f"not declared by {tool} (reported, not scored)") for path in below)
     notes = [ToolNote(call=index, tool=tool, arg=arg, reason=reason) for arg, reason in found[:MAX_NOTES]]
     if len(found) > MAX_NOTES:

@@ -21,9 +21,11 @@ Writes, per question, ``OUT/rubrics/bfcl-<id>.yaml`` (pre-registered in ``rubric
 - ``expected_calls``: one per ground-truth call, in any order (``ordered: false``; BFCL pairs
   parallel calls in any order too), every argument of it in ``values``: ``any_of`` its
   acceptable values, ``optional`` when "" is among them, and, when a value holds a string,
-  ``normalize: [casefold, remove_punctuation, remove_whitespace]``. A dict argument's acceptable
-  values (BFCL lists alternatives per key) are expanded into the whole dicts they allow, as is
-  each dict of a list of dicts; at most MAX_EXPANSION per argument;
+  ``normalize: [casefold, remove_punctuation, remove_whitespace]``. "" alone, for an argument
+  declared neither string nor any, is BFCL's "leave it out" (its type check refuses a present
+  ""): ``optional``, with the schema ``false`` in ``args``, so any value given loses the point.
+  A dict argument's acceptable values (BFCL lists alternatives per key) are expanded into the
+  whole dicts they allow, as is each dict of a list of dicts; at most MAX_EXPANSION per argument;
 - ``tools``: each function of the question, ``parameters`` mapped to JSON Schema ("dict" ->
   object, "float" -> number, "tuple" -> array, "any" -> no type; BFCL's own ``optional`` key
   dropped; the rest kept). So an argument is also checked against its declared type, and keys a
@@ -37,20 +39,25 @@ as ``result/<model>/**/BFCL_v<N>_<category>_result.json`` in SRC's folder (JSON 
 result, latency?}``), ``<id>-<model>`` (metadata ``kind: model``). ``result`` is read as BFCL's
 handlers decode it: a list of ``{function: arguments}`` (an object, or its JSON text as
 function-calling models give it), or Python call syntax ``[f(a=1), g(b='x')]`` as prompting
-models write it, parsed with Python's ``ast`` (literals only, nothing run; a non-literal
-argument becomes its source text, as BFCL's decoder makes it). Text that is no call list is the
+models write it, parsed with Python's ``ast`` (nothing run: literals, and arithmetic on numbers
+such as ``5/100`` worked out within bounds, as BFCL's decoder evaluates it; any other argument
+becomes its source text, as BFCL's decoder keeps a variable). Text that is no call list is the
 output, with no call (``metadata.decode_error`` says why): for irrelevance, the right answer. A
 called name that is a declared one with "." written "_" (function-calling APIs refuse dots) is
-read as the declared name, recorded in ``metadata.renamed``.
+read as the declared name, recorded in ``metadata.renamed``. A model folder may not be named
+``reference`` (its runs would take the reference runs' ids).
 
 Where judgekit differs from BFCL's checker: every point is scored, not one pass/fail per
 question; an undeclared argument is reported, not a failure; strings lose every Unicode
 punctuation character and all whitespace (BFCL removes only `` ,./-_*^`` and makes ' into "),
 and symbols such as ``^`` stay; integer arguments accept 5.0 (JSON Schema's integer) where
-BFCL's Python type check does not; an enum in a declaration is enforced (BFCL never checks
+BFCL's Python type check does not, and arrays of floats accept ints (BFCL converts only a
+top-level int); an enum in a declaration is enforced (BFCL never checks
 one) except for a value the ground truth pins exactly; a present empty string is acceptable
-only where "" is the only listed value; lists compare in order, as BFCL's do. Lost: BFCL's
-error types, and the model results' token counts and inference logs.
+only where "" is the only listed value and the argument is text; a required argument whose
+values list "" may be left out (BFCL requires it whatever its answer says); lists compare in
+order, as BFCL's do. Lost: BFCL's error types, and the model results' token counts and
+inference logs.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ import ast
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -71,6 +79,7 @@ from pydantic import ValidationError
 from judgekit._io import (
     MAX_LINE_BYTES,
     describe_validation_error,
+    has_lone_surrogate,
     iter_json_lines,
     open_regular_file,
     strict_json_loads,
@@ -187,6 +196,8 @@ def _model_results(folder: Path, question_file: Path, opened: ExitStack) -> list
     models = []
     for model_dir in sorted(path for path in root.iterdir() if path.is_dir()):
         files = sorted(model_dir.rglob(name))
+        if files and model_dir.name == "reference":  # its runs would take the ids of the reference runs
+            raise InputError("a model folder may not be named 'reference': rename it", model_dir)
         if len(files) > 1:
             raise InputError(f"{len(files)} files named {name} for model {model_dir.name}: keep one", model_dir)
         if files:
@@ -227,6 +238,8 @@ def _dict_variants(alternatives: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(alternatives, dict) or not all(isinstance(v, list) for v in alternatives.values()):
         return [alternatives]
     _ABSENT = object()
+    if empty := [key for key, values in alternatives.items() if not values]:
+        raise ValueError(f"{where}.{empty[0]}: expected a non-empty list of acceptable values")
     choices = [[(key, _ABSENT if value == "" else value) for value in values] for key, values in alternatives.items()]
     if math.prod(len(c) for c in choices) > MAX_EXPANSION:
         raise ValueError(f"{where}: its acceptable values expand into more than {MAX_EXPANSION} values")
@@ -256,8 +269,10 @@ def _holds_text(value: Any) -> bool:
     return isinstance(value, dict) and any(map(_holds_text, value.values()))
 
 
-def _expectation(values: Any, declared: dict[str, Any], where: str) -> tuple[dict[str, Any], Any]:
-    """(the argument's ``values`` entry, its reference value or _LEFT_OUT)."""
+def _expectation(values: Any, declared: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, Any]:
+    """(the argument's ``values`` entry, its reference value or _LEFT_OUT). "" alone is BFCL's
+    "leave it out": for text BFCL takes a present "" too, for another type its type check
+    refuses it; there the entry is None: no value may be given."""
     if not isinstance(values, list) or not values:
         raise ValueError(f"{where}: expected a non-empty list of acceptable values")
     acceptable: list[Any] = []
@@ -266,6 +281,8 @@ def _expectation(values: Any, declared: dict[str, Any], where: str) -> tuple[dic
             for variant in _variants(value, declared, where):
                 if variant not in acceptable:
                     acceptable.append(variant)
+    if not acceptable and declared.get("type") not in (None, "string", "any"):
+        return None, _LEFT_OUT
     spec: dict[str, Any] = {"any_of": acceptable or [""]}
     if "" in values:
         spec["optional"] = True
@@ -288,13 +305,16 @@ def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str)
             raise ValueError(f"{where}: ground_truth[{n}] must be {{function: {{argument: values}}}}")
         ((name, arguments),) = call.items()
         properties = functions.get(name, {}).get("parameters", {}).get("properties", {})
-        values, args = {}, {}
+        values, absent, args = {}, {}, {}
         for arg, acceptable in arguments.items():
             declared = properties.get(arg) if isinstance(properties.get(arg), dict) else {}
-            values[arg], first = _expectation(acceptable, declared, f"{where}: {name}.{arg}")
+            spec, first = _expectation(acceptable, declared, f"{where}: {name}.{arg}")
+            if spec is None:  # to be left out: optional, and the schema false refuses any value
+                spec, absent[arg] = {"optional": True}, False
+            values[arg] = spec
             if first is not _LEFT_OUT:
                 args[arg] = first
-        expected.append({"tool": name, "values": values})
+        expected.append({"tool": name, "values": values, **({"args": absent} if absent else {})})
         reference.append(Call(tool=name, args=args))
     return expected, reference
 
@@ -320,8 +340,12 @@ def _rubric(question: dict[str, Any], expected: list[dict] | None, registered: d
     })
 
 
+def _messages(question: dict[str, Any]) -> list[Any]:
+    return [m for turn in question["question"] for m in (turn if isinstance(turn, list) else [turn])]
+
+
 def _prompt_text(question: dict[str, Any]) -> str:
-    return "\n\n".join(str(m.get("content", "")) for turn in question["question"] for m in turn
+    return "\n\n".join(str(m.get("content", "")) for m in _messages(question)
                        if isinstance(m, dict) and m.get("role") == "user")
 
 
@@ -333,19 +357,59 @@ class _NotJson(ValueError):
 
 
 def _literal(node: ast.AST, source: str) -> Any:
-    """A call argument's value: a JSON literal, else the text the model wrote for it (BFCL's
-    decoder also keeps a variable such as ``data['sales']`` as text)."""
+    """A call argument's value: a JSON literal, else arithmetic on numbers worked out (BFCL's
+    decoder evaluates ``5/100``), else the text the model wrote for it (BFCL's decoder also
+    keeps a variable such as ``data['sales']`` as text)."""
     try:
         return _jsonable(ast.literal_eval(node))
     except (_NotJson, ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ast.get_source_segment(source, node) or ast.unparse(node)
+        pass
+    try:
+        number = _arithmetic(node)
+    except RecursionError:
+        number = None
+    return number if number is not None else ast.get_source_segment(source, node) or ast.unparse(node)
+
+
+MAX_BITS = 1100
+"""Largest integer, in bits, that arithmetic in a model's call is worked out to (past float range)."""
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+
+
+def _arithmetic(node: ast.AST) -> int | float | None:
+    """The value of ``+ - * / // % **`` on number literals, or None (another expression, booleans,
+    a division by zero, a value past MAX_BITS or float range). Nothing is run: only these nodes."""
+    if isinstance(node, ast.Constant):
+        number = node.value
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        number = _arithmetic(node.operand)
+        number = -number if number is not None and isinstance(node.op, ast.USub) else number
+    elif isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.Pow) and isinstance(left, int)
+                                             and isinstance(right, int) and right * left.bit_length() > MAX_BITS):
+            return None
+        try:
+            number = _OPERATORS[type(node.op)](left, right)
+        except ArithmeticError:  # a division by zero, a float overflow
+            return None
+    else:
+        return None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):  # (-8) ** 0.5 is complex
+        return None
+    if isinstance(number, float):
+        return number if math.isfinite(number) else None
+    return number if number.bit_length() <= MAX_BITS else None
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [_jsonable(item) for item in value]
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+    if isinstance(value, dict) and all(isinstance(key, str) and not has_lone_surrogate(key) for key in value):
         return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, str) and has_lone_surrogate(value):
+        raise _NotJson("a lone surrogate")  # '\ud800' reads as a string that JSON cannot hold
     if value is None or isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
         return value
     raise _NotJson(type(value).__name__)  # a set, bytes, complex or infinite number
@@ -430,8 +494,8 @@ def _model_trajectory(question: dict[str, Any], category: str, model: str, recor
 
 def _trajectory(question: dict[str, Any], trajectory_id: str, metadata: dict[str, Any], output: str,
                 where: tuple[str, int | None, str]) -> Trajectory:
-    messages = [m for turn in question["question"] for m in (turn if isinstance(turn, list) else [turn])]
-    trajectory = messages_to_trajectory(messages, trajectory_id=trajectory_id, metadata=metadata, where=where)
+    trajectory = messages_to_trajectory(_messages(question), trajectory_id=trajectory_id, metadata=metadata,
+                                        where=where)
     return trajectory.model_copy(update={"output": output})
 
 
@@ -443,9 +507,17 @@ def _questions(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(question, dict) or not isinstance(question.get("id"), str):
             raise InputError("expected a question object with a string id", path, line)
         if not isinstance(question.get("question"), list) or not isinstance(question.get("function"), list) or not all(
-                isinstance(f, dict) and isinstance(f.get("name"), str) for f in question["function"]):
+                isinstance(f, dict) and isinstance(f.get("name"), str) for f in question["function"]) or not all(
+                isinstance(turn, (list, dict)) for turn in question["question"]):
             raise InputError(f"{question['id']}: expected question (lists of messages) and function "
                              "(a list of {name, parameters})", path, line)
+        for function in question["function"]:
+            parameters = function.get("parameters", {})
+            problem = ("parameters must be an object" if not isinstance(parameters, dict)
+                       else None if isinstance(parameters.get("properties", {}), dict)
+                       else "properties must be an object")
+            if problem:
+                raise InputError(f"{question['id']}: function {function['name']}: {problem}", path, line)
         yield line, question
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit._io import MAX_FILE_BYTES, read_json, sha256_json
+from judgekit.checks.arguments import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter
@@ -104,6 +105,9 @@ def read_tools(path: Path) -> tuple[set[str], dict[str, dict[str, Any]]]:
             raise InputError(f"declaration {n}: {function['name']} is declared twice", path)
         names.add(function["name"])
         if WRITE_TOOL.match(function["name"]):
+            problem = check_declaration(parameters)  # as the rubric will: refused here, naming this file
+            if problem is not None:
+                raise InputError(f"declaration {n} ({function['name']}): {problem}", path)
             tools[function["name"]] = parameters
     return names, tools
 
