@@ -7,18 +7,26 @@ bytes, not its name):
 
 - ``.eval``: a zip. ``header.json`` (the log without its samples; ``_journal/start.json`` in a
   log still being written) gives the eval spec, then ``samples/{id}_epoch_{n}.json`` are read one
-  at a time, in Inspect's own reading order (epoch, then id, numeric ids by value). Members are
-  DEFLATE- or zstd-compressed (Inspect's current default, which Python's zipfile reads only
-  from 3.14: decoded with ``zstandard``, Inspect's own decoder). ``summaries.json``,
-  ``reductions.json`` and the journal are not read. The experimental ``.eval2`` layout and
-  format versions above 2 are refused.
+  at a time (the id is not escaped there: ``samples/test/algebra/1_epoch_1.json`` is sample
+  ``test/algebra/1``), in Inspect's own reading order: epoch, then id, integer ids by value
+  (an id of digits in quotes sorts by value too: a member's name cannot tell it from an
+  integer; Inspect sorts it as text). A name written twice is read once, its last copy (a
+  requeued sample, as Inspect reads it). Members are DEFLATE- or zstd-compressed (Inspect's
+  current default, which Python's zipfile reads only from 3.14: decoded with ``zstandard``,
+  Inspect's own decoder). ``summaries.json``,
+  ``reductions.json`` and the journal are not read. A member may not say it is shorter than it
+  is. The experimental chunked layout (``.eval2``: ``samples/{id}_epoch_{n}/sample.json`` and
+  its pieces) and format versions above 2 are refused.
 - ``.json``: the whole log in one document. It is streamed: each element of ``samples`` is
   cut out of the byte stream and parsed on its own, so memory holds one sample, whatever the
-  file's size. ``eval`` must come before ``samples`` (Inspect writes it so).
+  file's size. ``eval`` must come before ``samples`` (Inspect writes it so); ``samples: null``
+  is a log without samples. Of the other top-level values (at most 1000 keys) only ``version``
+  and ``eval`` are kept; the rest are checked and dropped.
 
 Every piece is parsed as strict JSON (duplicate keys, NaN, lone surrogates and deep nesting are
-refused); an error names the file, the sample (its number, id and epoch, and in a ``.json`` log
-its line) and what is wrong, and a failed import writes nothing.
+refused; so is a field of the wrong type), and no piece may be longer than
+``judgekit._io.MAX_LINE_BYTES``; an error names the file, the sample (its number, id and epoch,
+and in a ``.json`` log its line) and what is wrong, and a failed import writes nothing.
 
 Mapping, per sample:
 
@@ -28,7 +36,9 @@ Mapping, per sample:
 - ``calls``: the assistant messages' ``tool_calls`` in order, each joined to its tool message
   by ``ChatMessageTool.tool_call_id`` (the result) and to its ``ToolEvent`` by id: the event
   gives the result as the tool returned it (untruncated), ``started_at`` (its ``timestamp``) and
-  ``ended_at`` (``completed``). ``error``: the event's or the tool message's ``ToolCallError``
+  ``ended_at`` (``completed``). A call id used again (older logs named calls by their function)
+  joins in turn: a tool message to the latest call with its id, the n-th event with an id to
+  the n-th call with it. ``error``: the event's or the tool message's ``ToolCallError``
   (``"type: message"``, the type left out when ``unknown``), a ``parse_error`` of the call's
   arguments, an older log's ``tool_error``, or a hard failure
   (``failed``). The arguments are the assistant's (what the agent sent); the event's fill in
@@ -51,7 +61,12 @@ Mapping, per sample:
   with neither an initial state nor a store change has no world. Each side is a JSON file
   ``trajectories/worlds/<sha256 of its canonical JSON>.json``: identical worlds are one file,
   and a name never depends on other samples. ``attachment://`` references are resolved from the
-  sample's ``attachments`` wherever they are used.
+  sample's ``attachments`` wherever they are used, up to ``MAX_LINE_BYTES`` characters per
+  sample in all (one attachment named over and over is refused, not multiplied). A StateEvent
+  move out of the store (older logs' patches pair equal values across the state) is a removal;
+  a move or copy into it from elsewhere is refused. Store copies may add at most a snapshot's
+  limit (``DEFAULT_MAX_SNAPSHOT_BYTES``) to a world: a patch copying the store into itself
+  doubles it each time.
 
 Writes ``trajectories/<task>.jsonl`` (characters other than letters, digits, ``.``, ``_`` and
 ``-`` in the task name become ``-``), plus the world files, and no rubric or suite: an Inspect
@@ -75,6 +90,7 @@ import re
 import struct
 import zipfile
 import zlib
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,26 +99,37 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judgekit._io import (
+    MAX_DEPTH,
     MAX_LINE_BYTES,
+    check_tree,
     describe_validation_error,
     open_regular_file,
     sha256_json,
     strict_json_loads,
 )
-from judgekit._json_equality import json_equal
+from judgekit._snapshot_files import DEFAULT_MAX_SNAPSHOT_BYTES
 from judgekit.errors import InputError
+from judgekit.importers._json_patch import Patch, PatchError, pointer
+from judgekit.importers._json_stream import JsonCursor as _JsonCursor
 from judgekit.importers._messages import _maybe_json, _text, messages_to_trajectory
 from judgekit.importers._writer import ImportWriter
 from judgekit.trajectory import Call, Trajectory, World
-from judgekit.world import parse_pointer
 
 MAX_LOG_VERSION = 2
 _ZIP_MAGIC = b"PK\x03\x04"
 _ZIP_ZSTANDARD = 93  # the zip compression method number of Zstandard
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip member's local file header (APPNOTE 4.3.7)
-_SAMPLE_MEMBER = re.compile(r"^samples/(?P<id>[^/]+)_epoch_(?P<epoch>\d+)\.json$")
+# Inspect does not escape the id in a member's name: an id may hold "/" (samples/a/b_epoch_1.json).
+_SAMPLE_MEMBER = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json\Z", re.DOTALL)
+_CHUNKED_SAMPLE = re.compile(r"^samples/.+_epoch_\d+/sample\.json\Z", re.DOTALL)  # its shell member
 _ATTACHMENT = ("attachment://", "tc://")  # tc:// is the older spelling Inspect still resolves
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CHUNK = 1 << 20  # bytes read at a time from a .json log
+_BUFFER = 1 << 20
+_MAX_RESOLVED = MAX_LINE_BYTES  # attachment text put in one sample's place, in all (its line's limit)
+_MAX_WORLD_BYTES = DEFAULT_MAX_SNAPSHOT_BYTES  # what store copies may add (a snapshot's limit)
+_HEADER_KEYS = ("version", "eval")  # what _Spec reads of the log
+_MAX_TOP_LEVEL_KEYS = 1000  # of a .json log (an EvalLog has about 15)
 
 
 @dataclass(frozen=True)
@@ -138,10 +165,12 @@ def _zstd_member(handle: IO[bytes], info: zipfile.ZipInfo) -> bytes:
     compressed = handle.read(info.compress_size)
     try:
         with zstandard.ZstdDecompressor().stream_reader(compressed, read_across_frames=True) as reader:
-            raw = reader.read(MAX_LINE_BYTES + 1)
+            raw = reader.read(info.file_size + 1)  # no further than the directory says (checked)
     except zstandard.ZstdError as exc:
         raise zipfile.BadZipFile(f"zstd: {exc}") from None
-    if len(raw) <= MAX_LINE_BYTES and zlib.crc32(raw) != info.CRC:
+    if len(raw) != info.file_size:
+        raise zipfile.BadZipFile(f"{'more' if len(raw) > info.file_size else 'fewer'} bytes than the {info.file_size} stated")
+    if zlib.crc32(raw) != info.CRC:
         raise zipfile.BadZipFile("CRC check failed")
     return raw
 
@@ -164,7 +193,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, handle: IO[byt
 
 
 def _sample_order(info: zipfile.ZipInfo) -> tuple[int, str]:
-    """Inspect's reading order (``sort_samples``): epoch, then id, integer ids zero-filled."""
+    """Inspect's reading order (``sort_samples``): epoch, then id, integer ids zero-filled (here
+    every id of digits: a member's name cannot tell an integer from a string of digits)."""
     match = _SAMPLE_MEMBER.match(info.filename)
     assert match is not None
     sample_id = match["id"]
@@ -184,128 +214,45 @@ def _eval_log(handle: IO[bytes], src: Path) -> Iterator[tuple[dict[str, Any], An
         header = _read_member(archive, members[name], handle, src, _Where(f"{name}: "))
         if not isinstance(header, dict):
             raise InputError(f"{name}: expected a JSON object", src)
-        if any(n.startswith("samples/") and n.count("/") > 1 for n in members):
-            raise InputError("samples are in folders (the experimental .eval2 layout): convert the log "
-                             "with `inspect log convert --to eval` first", src)
+        if any(_CHUNKED_SAMPLE.match(n) for n in members):
+            raise InputError("chunked samples (samples/{id}_epoch_{n}/sample.json, the experimental .eval2 layout): "
+                             "convert the log with `inspect log convert --to eval` first", src)
         samples = sorted((i for n, i in members.items() if _SAMPLE_MEMBER.match(n)), key=_sample_order)
         for info in samples:
             where = _Where(f"{info.filename}: ")
             yield header, _read_member(archive, info, handle, src, where), where
 
 
-# --- reading: .json, streamed -------------------------------------------------------------------
-
-_WS = re.compile(rb"[ \t\r\n]*+")
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
-_SCALAR = re.compile(rb"[^\s,\]}]*+")
-# Everything up to the next bracket, whole strings included (their brackets do not count).
-_RUN = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)
-_CHUNK = 1 << 20  # bytes read at a time from a .json log
-_BUFFER = 1 << 20
-
-
-class _JsonCursor:
-    """A JSON document read piece by piece: each value is cut out of the bytes (brackets
-    counted outside strings) and parsed on its own; bytes before the cursor are dropped."""
-
-    def __init__(self, handle: IO[bytes], src: Path):
-        self.handle, self.src = handle, src
-        self.buf = bytearray()
-        self.pos = 0
-        self.lines_dropped = 0
-        self.eof = False
-
-    def _more(self) -> bool:
-        # As much again as is held, so that a value much longer than a chunk (a logged image)
-        # is rescanned a few times, not once per chunk.
-        chunk = b"" if self.eof else self.handle.read(max(_CHUNK, len(self.buf)))
-        self.eof = not chunk
-        self.buf += chunk
-        return bool(chunk)
-
-    def line(self, at: int | None = None) -> int:
-        return self.lines_dropped + self.buf.count(b"\n", 0, self.pos if at is None else at) + 1
-
-    def error(self, message: str) -> InputError:
-        return InputError(f"invalid JSON: {message}", self.src, self.line())
-
-    def drop(self) -> None:
-        self.lines_dropped += self.buf.count(b"\n", 0, self.pos)
-        del self.buf[: self.pos]
-        self.pos = 0
-
-    def peek(self) -> int | None:
-        """The next byte after white space (None at the end of the file)."""
-        while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf) or not self._more():
-                return self.buf[self.pos] if self.pos < len(self.buf) else None
-
-    def expect(self, allowed: bytes) -> int:
-        byte = self.peek()
-        if byte is None or byte not in allowed:
-            found = "the end of the file" if byte is None else repr(chr(byte))
-            raise self.error(f"expected {' or '.join(repr(chr(b)) for b in allowed)}, found {found}")
-        self.pos += 1
-        return byte
-
-    def value(self) -> tuple[bytes, int]:
-        """The next value's bytes and the line it starts on."""
-        if self.peek() is None:
-            raise self.error("the file ends where a value should be")
-        start, line = self.pos, self.line()
-        first = self.buf[start]
-        if first in b"{[":
-            end = self._container_end(start)
-        else:
-            end = self._token_end(start, _STRING if first == ord('"') else _SCALAR)
-        self.pos = end
-        return bytes(self.buf[start:end]), line
-
-    def _token_end(self, start: int, pattern: re.Pattern[bytes]) -> int:
-        while True:
-            match = pattern.match(self.buf, start)
-            if match and (match.end() < len(self.buf) or self.eof):
-                return match.end()
-            if not self._more() and not match:
-                raise self.error("the file ends inside a string")
-
-    def _container_end(self, start: int) -> int:
-        depth, at = 0, start
-        while True:
-            at = _RUN.match(self.buf, at).end()
-            if at - start > MAX_LINE_BYTES:
-                raise self.error(f"a value longer than {MAX_LINE_BYTES} bytes")
-            if at == len(self.buf) or self.buf[at] == ord('"'):  # cut short: a string or run goes on
-                if not self._more():
-                    raise self.error("the file ends inside a value")
-                continue
-            depth += 1 if self.buf[at] in b"{[" else -1
-            at += 1
-            if depth == 0:
-                return at
+# --- reading: .json, streamed (judgekit.importers._json_stream) -------------------------------
 
 
 def _json_log(handle: IO[bytes], src: Path) -> Iterator[tuple[dict[str, Any], Any, _Where]]:
-    cursor = _JsonCursor(handle, src)
-    header: dict[str, Any] = {}
+    cursor = _JsonCursor(handle, src, chunk=_CHUNK, max_value=MAX_LINE_BYTES)
+    header: dict[str, Any] = {}  # what a sample needs of the log; other values are checked, then dropped
+    keys: set[str] = set()
     cursor.expect(b"{")
     if cursor.peek() == ord("}"):
         raise InputError("an empty JSON object, not an Inspect log", src, cursor.line())
     while True:
         raw_key, line = cursor.value()
         key = _parse(raw_key, src, _Where("", line))
-        if not isinstance(key, str) or key in header:
-            raise InputError(f"invalid JSON: {'a duplicate' if key in header else 'an invalid'} key {key!r}", src, line)
+        if not isinstance(key, str):
+            raise InputError(f"invalid JSON: an invalid key {key!r}", src, line)
+        if key in keys:
+            raise InputError(f"invalid JSON: a duplicate key {key!r}", src, line)
+        if len(keys) == _MAX_TOP_LEVEL_KEYS:
+            raise InputError(f"more than {_MAX_TOP_LEVEL_KEYS} top-level keys: not an Inspect log", src, line)
+        keys.add(key)
         cursor.expect(b":")
         if key == "samples":
             if "eval" not in header:
                 raise InputError("'samples' comes before 'eval': cannot stream this log", src, line)
             yield from _json_samples(cursor, header)
-            header[key] = None
         else:
             raw, line = cursor.value()
-            header[key] = _parse(raw, src, _Where(f"{key}: ", line))
+            value = _parse(raw, src, _Where(f"{key}: ", line))
+            if key in _HEADER_KEYS:
+                header[key] = value
         cursor.drop()
         if cursor.expect(b",}") == ord("}"):
             break
@@ -314,6 +261,10 @@ def _json_log(handle: IO[bytes], src: Path) -> Iterator[tuple[dict[str, Any], An
 
 
 def _json_samples(cursor: _JsonCursor, header: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Any, _Where]]:
+    if cursor.peek() == ord("n"):  # "samples": null, a log without samples
+        raw, line = cursor.value()
+        if _parse(raw, cursor.src, _Where("samples: ", line)) is None:
+            return
     cursor.expect(b"[")
     if cursor.peek() == ord("]"):
         cursor.pos += 1
@@ -386,18 +337,31 @@ class _Spec:
 # --- one sample -> one trajectory ---------------------------------------------------------------
 
 
-def _resolver(sample: dict[str, Any]) -> Callable[[Any], Any]:
-    """Replaces ``attachment://<key>`` strings with the sample's attachment (unknown keys stay)."""
+def _resolver(sample: dict[str, Any], where: _Where, src: Path) -> Callable[[Any], Any]:
+    """Replaces ``attachment://<key>`` strings with the sample's attachment (unknown keys stay).
+
+    What is put in place is counted: one attachment named over and over would otherwise make
+    a small sample a trajectory line too long to read back (or to hold)."""
     attachments = sample.get("attachments")
     if not isinstance(attachments, dict) or not attachments:
         return lambda value: value
+    if not all(isinstance(text, str) for text in attachments.values()):
+        raise where.error(src, "'attachments' must map keys to strings")
+    left = [_MAX_RESOLVED]
+
+    def attachment(value: str) -> str:
+        for prefix in _ATTACHMENT:
+            if value.startswith(prefix) and value[len(prefix):] in attachments:
+                text = attachments[value[len(prefix):]]
+                left[0] -= len(text)
+                if left[0] < 0:
+                    raise where.error(src, f"the attachments it refers to come to more than {_MAX_RESOLVED} characters in all")
+                return text
+        return value
 
     def resolve(value: Any) -> Any:
         if isinstance(value, str):
-            for prefix in _ATTACHMENT:
-                if value.startswith(prefix):
-                    return attachments.get(value[len(prefix):], value)
-            return value
+            return attachment(value)
         if isinstance(value, list):
             return [resolve(v) for v in value]
         if isinstance(value, dict):
@@ -433,20 +397,35 @@ def _error_text(error: Any) -> str | None:
     return str(error) if error else None
 
 
-def _call_errors(messages: list[Any]) -> dict[str, str]:
-    """Call id -> error, from argument parse errors and tool messages' errors."""
-    errors: dict[str, str] = {}
+def _call_errors(messages: list[Any]) -> list[str | None]:
+    """Each call's error, in call order: its arguments' parse error, else its tool message's
+    error (a tool message belongs to the latest call with its id, as for its result)."""
+    errors: list[str | None] = []
+    latest: dict[str, int] = {}
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for call in message.get("tool_calls") or []:
-            if isinstance(call, dict) and call.get("parse_error"):
-                errors[call.get("id")] = f"parsing: {call['parse_error']}"
-        if message.get("role") == "tool":
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                parse_error = call.get("parse_error") if isinstance(call, dict) else None
+                errors.append(f"parsing: {parse_error}" if parse_error else None)
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    latest[call["id"]] = len(errors) - 1
+        elif message.get("role") == "tool":
             text = _error_text(message.get("error") or message.get("tool_error"))
-            if text:
-                errors.setdefault(message.get("tool_call_id"), text)
+            at = latest.get(message.get("tool_call_id"))
+            if text and at is not None and errors[at] is None:
+                errors[at] = text
     return errors
+
+
+def _tool_events(events: list[Any]) -> dict[str, deque[dict[str, Any]]]:
+    """The ToolEvents by call id, each id's in the order they ran (a call id may be reused)."""
+    by_id: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+    for e in events:
+        if isinstance(e, dict) and e.get("event") == "tool" and isinstance(e.get("id"), str):
+            by_id[e["id"]].append(e)
+    return by_id
 
 
 def _tool_result(result: Any) -> Any:
@@ -527,108 +506,19 @@ def _trajectory(spec: _Spec, sample: dict[str, Any], resolve: Callable[[Any], An
         latency_s=sample.get("total_time"),
         where=(str(src), where.line, where.label),
     )
-    events = {e["id"]: e for e in sample.get("events") or [] if isinstance(e, dict) and e.get("event") == "tool" and "id" in e}
+    events = _tool_events(sample.get("events") or [])
     errors = _call_errors(messages)
     completion = resolve((sample.get("output") or {}).get("completion"))
     try:
-        calls = [_joined(c, resolve(events.get(c.id)) if c.id else None, errors.get(c.id)) for c in trajectory.calls]
+        calls = [_joined(c, resolve(events[c.id].popleft()) if events.get(c.id) else None, error)
+                 for c, error in zip(trajectory.calls, errors, strict=True)]
     except ValidationError as exc:
         raise where.error(src, f"a tool event: {describe_validation_error(exc)}") from None
     output = completion if isinstance(completion, str) and completion else trajectory.output
     return trajectory.model_copy(update={"calls": calls, "output": output})
 
 
-# --- the store: JSON Patch replay ---------------------------------------------------------------
-
-
-class _PatchError(ValueError):
-    pass
-
-
-def _container(doc: Any, tokens: list[str]) -> tuple[Any, str]:
-    """The object or list holding the last token's place, and that token."""
-    for token in tokens[:-1]:
-        doc = _child(doc, token)
-    if not isinstance(doc, (dict, list)):
-        raise _PatchError("its parent is not an object or a list")
-    return doc, tokens[-1]
-
-
-def _index(items: list[Any], token: str, *, end_ok: bool) -> int:
-    if token == "-" and end_ok:
-        return len(items)
-    if not token.isdigit() or (token != "0" and token.startswith("0")) or int(token) > len(items) - (0 if end_ok else 1):
-        raise _PatchError(f"no list index {token!r}")
-    return int(token)
-
-
-def _child(doc: Any, token: str) -> Any:
-    if isinstance(doc, dict) and token in doc:
-        return doc[token]
-    if isinstance(doc, list):
-        return doc[_index(doc, token, end_ok=False)]
-    raise _PatchError(f"nothing at {token!r}")
-
-
-def _get(doc: Any, tokens: list[str]) -> Any:
-    for token in tokens:
-        doc = _child(doc, token)
-    return doc
-
-
-def _add(doc: Any, tokens: list[str], value: Any) -> Any:
-    if not tokens:
-        return value
-    parent, token = _container(doc, tokens)
-    if isinstance(parent, list):
-        parent.insert(_index(parent, token, end_ok=True), value)
-    else:
-        parent[token] = value
-    return doc
-
-
-def _remove(doc: Any, tokens: list[str]) -> tuple[Any, Any]:
-    if not tokens:
-        raise _PatchError("cannot remove the whole store")
-    parent, token = _container(doc, tokens)
-    if isinstance(parent, list):
-        return doc, parent.pop(_index(parent, token, end_ok=False))
-    if token not in parent:
-        raise _PatchError(f"nothing at {token!r}")
-    return doc, parent.pop(token)
-
-
-def _pointer(change: dict[str, Any], key: str) -> str:
-    # Inspect's JsonChange names the field from_ (alias "from"); logs hold either spelling.
-    pointer = change.get(key, change.get("from_")) if key == "from" else change.get(key)
-    if not isinstance(pointer, str):
-        raise _PatchError(f"no {key!r} JSON pointer")
-    return pointer
-
-
-def _apply(doc: Any, change: dict[str, Any]) -> Any:
-    """One RFC 6902 operation (a missing ``value`` is null: Inspect writes without nulls)."""
-    op, path = change.get("op"), parse_pointer(_pointer(change, "path"))
-    value = change.get("value")
-    if op == "add":
-        return _add(doc, path, value)
-    if op == "remove":
-        return _remove(doc, path)[0]
-    if op == "replace":
-        _get(doc, path)
-        return _add(_remove(doc, path)[0], path, value) if path else value
-    if op in ("move", "copy"):
-        source = parse_pointer(_pointer(change, "from"))
-        if op == "move":
-            doc, moved = _remove(doc, source)
-        else:
-            moved = copy.deepcopy(_get(doc, source))
-        return _add(doc, path, moved)
-    if op == "test":
-        if not json_equal(_get(doc, path), value):
-            raise _PatchError("test failed: the value differs")
-        return doc
-    raise _PatchError(f"unknown op {op!r}")
+# --- the store: JSON Patch replay (judgekit.importers._json_patch) ------------------------------
 
 
 def _depths(events: list[Any]) -> list[int]:
@@ -657,7 +547,7 @@ def _store_changes(events: list[Any]) -> list[dict[str, Any]]:
     chosen = [(d, e) for d, e in zip(depths, events) if isinstance(e, dict) and e.get("event") == "store"]
     if chosen:
         return [c for d, e in chosen if d <= 1 for c in e.get("changes") or []]
-    state = [(d, [_in_store(c) for c in e.get("changes") or [] if _touches_store(c)])
+    state = [(d, [_in_store(c) for c in e.get("changes") or [] if _touches_store(c) or _moves_out_of_store(c)])
              for d, e in zip(depths, events) if isinstance(e, dict) and e.get("event") == "state"]
     state = [(d, changes) for d, changes in state if changes]
     top = min((d for d, _ in state), default=0)
@@ -669,12 +559,22 @@ def _touches_store(change: Any) -> bool:
     return path == "/store" or path.startswith("/store/")
 
 
+def _moves_out_of_store(change: Any) -> bool:
+    if not isinstance(change, dict) or change.get("op") != "move":
+        return False
+    source = change.get("from", change.get("from_"))
+    return isinstance(source, str) and _touches_store({"path": source})
+
+
 def _in_store(change: dict[str, Any]) -> dict[str, Any]:
+    """A StateEvent change to the store, as a change to the store alone."""
+    if not _touches_store(change):  # a move out of the store (jsonpatch pairs equal values into moves)
+        return {"op": "remove", "path": pointer(change, "from")[len("/store"):]}
     moved = {**change, "path": change["path"][len("/store"):]}
     if change.get("op") in ("move", "copy"):
-        source = _pointer(change, "from")
+        source = pointer(change, "from")
         if not _touches_store({"path": source}):
-            raise _PatchError(f"a state change copies {source!r} into the store")
+            raise PatchError(f"a state change copies {source!r} into the store")
         moved.pop("from_", None)
         moved["from"] = source[len("/store"):]
     return moved
@@ -690,17 +590,21 @@ def _world(sample: dict[str, Any], resolve: Callable[[Any], Any], where: _Where,
         if before is None and not changes:
             return None
         before = {} if before is None else before
-        after = copy.deepcopy(before)
+        after = Patch(copy.deepcopy(before), max_growth=_MAX_WORLD_BYTES)
         for n, change in enumerate(changes, 1):
             if not isinstance(change, dict):
-                raise _PatchError(f"store change {n} is not an object")
+                raise PatchError(f"store change {n} is not an object")
             try:
-                after = _apply(after, resolve(change))
-            except (_PatchError, ValueError) as exc:
-                raise _PatchError(f"store change {n} ({change.get('op')} {change.get('path')!r}): {exc}") from None
-    except _PatchError as exc:
+                after.apply(resolve(change))
+            except ValueError as exc:  # PatchError, or a JSON pointer's
+                raise PatchError(f"store change {n} ({change.get('op')} {change.get('path')!r}): {exc}") from None
+        try:  # each change is shallow enough, but one can add under another: as deep as any JSON read
+            check_tree(after.doc, surrogates=False)
+        except ValueError as exc:
+            raise PatchError(f"the store the changes make is {exc}") from None
+    except PatchError as exc:
         raise where.error(src, f"cannot replay the store: {exc}") from None
-    return before, after
+    return before, after.doc
 
 
 # --- the import ---------------------------------------------------------------------------------
@@ -721,6 +625,35 @@ class _Worlds:
         return {"json_file": name}
 
 
+def _check_depth(trajectory: Trajectory, where: _Where, src: Path) -> None:
+    """The free-form parts of a trajectory, where they sit in its line, fit ``MAX_DEPTH`` in all
+    (a result decoded from JSON text, or the sample's metadata moved one level down, can go
+    deeper than the log itself: the line would be written and then refused when read)."""
+    parts = [("the labels (metadata)", trajectory.metadata, 1)]  # the line's {"metadata": {...}}
+    for n, c in enumerate(trajectory.calls):  # {"calls": [{"args": ..., "result": ...}]}
+        parts += [(f"call {n}'s arguments", c.args, 3), (f"call {n}'s result", c.result, 3)]
+    for what, value, at in parts:
+        try:
+            check_tree(value, max_depth=MAX_DEPTH - at, surrogates=False)
+        except ValueError:
+            raise where.error(src, f"too deeply nested to be written in a trajectory line (more than {MAX_DEPTH} "
+                                   f"levels in all): {what}") from None
+
+
+def _sample(spec: _Spec, sample: dict[str, Any], where: _Where, src: Path, worlds: _Worlds, seen: set[str]) -> Trajectory:
+    resolve = _resolver(sample, where, src)
+    trajectory = _trajectory(spec, sample, resolve, where, src)
+    _check_depth(trajectory, where, src)
+    if trajectory.id in seen:
+        raise where.error(src, f"a second sample with trajectory id {trajectory.id!r}")
+    seen.add(trajectory.id)
+    world = _world(sample, resolve, where, src)
+    if world is None:
+        return trajectory
+    sides = {"before": worlds.spec(world[0]), "after": worlds.spec(world[1])}
+    return trajectory.model_copy(update={"world": World.model_validate(sides)})
+
+
 def import_inspect(src: Path, out: Path) -> list[Path]:
     src = Path(src)
     with ImportWriter(out) as writer:
@@ -730,16 +663,10 @@ def import_inspect(src: Path, out: Path) -> list[Path]:
             spec = spec or _Spec.of(header, src)
             sink = sink or writer.lines(f"trajectories/{spec.file_name}.jsonl")
             where = _check_sample(sample, where, src)
-            resolve = _resolver(sample)
-            trajectory = _trajectory(spec, sample, resolve, where, src)
-            if trajectory.id in seen:
-                raise where.error(src, f"a second sample with trajectory id {trajectory.id!r}")
-            seen.add(trajectory.id)
-            world = _world(sample, resolve, where, src)
-            if world is not None:
-                sides = {"before": worlds.spec(world[0]), "after": worlds.spec(world[1])}
-                trajectory = trajectory.model_copy(update={"world": World.model_validate(sides)})
-            sink.add(trajectory)
+            try:
+                sink.add(_sample(spec, sample, where, src, worlds, seen))
+            except (TypeError, AttributeError) as exc:  # a field of the wrong type, met where it is used
+                raise where.error(src, f"a field has the wrong type ({exc})") from None
         if sink is None:
             raise InputError("the log holds no samples (Inspect logs them unless --no-log-samples)", src)
     return writer.written
