@@ -462,3 +462,18 @@ def test_tau_bench_error_inside_a_traj_names_the_record(tmp_path):
         import_tau_bench(src, tmp_path / "out")
     assert "unknown tool_call_id 'nope'" in info.value.detail  # true today
     assert "record 1" in info.value.detail
+
+
+@pytest.mark.parametrize(("depth", "kept_as_text"), [(197, False), (198, True)])
+def test_a_json_result_too_deep_for_the_trajectory_reader_is_kept_as_text(tmp_path, depth, kept_as_text):
+    """Decoded, it would nest the written line past what judgekit reads back: the import would pass
+    and the run refuse the file."""
+    deep = "[" * depth + "1" + "]" * depth
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": "a", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": deep}]
+    src = write_jsonl(tmp_path / "chats.jsonl", [{"id": "x", "messages": messages}])
+    import_openai_chat(src, tmp_path / "out")
+    (trajectory,) = imported(tmp_path / "out")
+    assert (trajectory.calls[0].result == deep) is kept_as_text

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from judgekit._io import describe_validation_error, strict_json_loads
+from judgekit._io import MAX_DEPTH, describe_validation_error, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.trajectory import Call, Trajectory, UserTurn
 
@@ -24,9 +24,15 @@ def _text(content: Any) -> str:
     return json.dumps(content)
 
 
+RESULT_DEPTH = 3
+"""How deep a call's result sits in a trajectory line (the line, its calls, the call)."""
+
+
 def _maybe_json(text: str) -> Any:
+    """A tool result that is JSON text as its value; otherwise, or when the value would nest the
+    trajectory line deeper than the reader allows, the text as it is."""
     try:
-        return strict_json_loads(text)
+        return strict_json_loads(text, max_depth=MAX_DEPTH - RESULT_DEPTH)
     except (ValueError, TypeError):
         return text
 
