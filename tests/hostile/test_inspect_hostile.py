@@ -273,18 +273,23 @@ def test_store_changes_nesting_one_inside_another_are_refused(tmp_path):
 
 @pytest.mark.parametrize("where", ["tool_message", "tool_event", "metadata"])
 def test_nothing_is_written_that_judgekit_cannot_read_back(tmp_path, where):
-    # A tool's result is JSON text, decoded with the depth limit of a document of its own, then
-    # put three levels down in a trajectory line: the import passed and the file was unreadable.
+    # A tool's result that is JSON text was decoded with the depth limit of a document of its own,
+    # then put three levels down in a trajectory line: the import passed and the file was
+    # unreadable. Now such a result is kept as its text (as every importer keeps a result that is
+    # not JSON), and a sample's own value too deep for the line is refused.
     deep_text = "[" * 199 + "]" * 199
     messages = [{"role": "user", "content": "x"}, assistant("", call("c", "f", {})), tool("c", "f", "ok"), assistant("done")]
-    if where == "tool_message":
-        bad = sample(id=1, messages=[*messages[:2], tool("c", "f", deep_text), messages[3]])
-    elif where == "tool_event":
-        bad = sample(id=1, messages=messages, events=[make_logs.tool_event("c", "f", {}, deep_text, T0, T1, None)])
-    else:  # as deep as a sample may hold: one level deeper among the trajectory's labels
-        bad = sample(id=1, metadata=json.loads("[" * 199 + "]" * 199))
-    message = refused(json_log(tmp_path, bad), tmp_path / "out")
-    assert "too deeply nested to be written in a trajectory line" in message
+    if where == "metadata":  # as deep as a sample may hold: one level deeper among the trajectory's labels
+        message = refused(json_log(tmp_path, sample(id=1, metadata=json.loads(deep_text))), tmp_path / "out")
+        assert "too deeply nested to be written in a trajectory line" in message
+    else:
+        if where == "tool_message":
+            bad = sample(id=1, messages=[*messages[:2], tool("c", "f", deep_text), messages[3]])
+        else:
+            bad = sample(id=1, messages=messages, events=[make_logs.tool_event("c", "f", {}, deep_text, T0, T1, None)])
+        import_inspect(json_log(tmp_path, bad), tmp_path / "out")
+        [kept] = iter_trajectories(tmp_path / "out" / "trajectories" / "agent.jsonl")
+        assert kept.trajectory.calls[0].result == deep_text
     import_inspect(json_log(tmp_path, sample(id=1, messages=[*messages[:2], tool("c", "f", deep_text[3:-3]), messages[3]])),
                    tmp_path / "fine")
     [read_back] = iter_trajectories(tmp_path / "fine" / "trajectories" / "agent.jsonl")
