@@ -362,3 +362,102 @@ def first_error_within_budget(schema: Any, instance: Any) -> str | None:
         return _checker(schema)(instance)
     except RecursionError:
         raise InputError("an argument is nested too deeply to validate against its schema") from None
+
+
+# --- declarations, checked at load ---------------------------------------------------------------
+#
+# A suite may declare a thousand tools (BFCL does), and a metaschema validation costs a couple of
+# milliseconds whatever the schema's size. So a declaration is checked in parts that repeat from
+# tool to tool: its shell (everything but ``properties`` and ``required``), then each property
+# schema without its annotations (``description``, ``title``, ``$comment``, ``default``,
+# ``examples``, which are checked by hand here). Each part is checked once per process, cached by
+# its canonical JSON; what the whole would refuse, a part refuses.
+
+_ANNOTATIONS_TEXT = ("description", "title", "$comment")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+               "propertyNames")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+
+def _without_annotations(node: Any) -> Any:
+    """``node`` (a schema) without annotations at any depth; ValueError for one of the wrong type."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _ANNOTATIONS_TEXT:
+            if not isinstance(value, str):
+                raise ValueError(f"invalid JSON Schema: {key} must be a string, not {json.dumps(value)[:40]}")
+        elif key == "examples":
+            if not isinstance(value, list):
+                raise ValueError("invalid JSON Schema: examples must be an array")
+        elif key == "default":
+            continue
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _without_annotations(item) for name, item in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_without_annotations(item) for item in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = _without_annotations(value)
+        else:
+            out[key] = value
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _schema_problem(schema_json: str) -> str | None:
+    try:
+        check_schema(json.loads(schema_json))
+    except SchemaProblem as exc:
+        return str(exc)
+    return None
+
+
+def _part_problem(schema: Any, annotations_too: bool = False) -> str | None:
+    try:
+        part = schema if annotations_too else _without_annotations(schema)
+    except ValueError as exc:
+        return str(exc)
+    return _schema_problem(canonical_json(part))
+
+
+def _refs(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        return ([node["$ref"]] if "$ref" in node else []) + [ref for item in node.values() for ref in _refs(item)]
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    return []
+
+
+def check_declaration(schema: Any) -> str | None:
+    """Why ``schema`` cannot be a tool's declared parameters, or None when it can."""
+    if not isinstance(schema, dict):
+        return f"a tool's declaration is a JSON Schema object, not a {type(schema).__name__}"
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    if not isinstance(properties, dict):
+        return "properties must be an object: argument name -> JSON Schema"
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required) \
+            or len(set(required)) != len(required):
+        return "required must be a list of distinct argument names"
+    problem = _part_problem({key: value for key, value in schema.items() if key not in ("properties", "required")})
+    if problem is not None:
+        return problem
+    defs = schema.get("$defs")
+    for name, prop in properties.items():
+        if isinstance(prop, dict) and "$schema" in prop:
+            return f"property {name!r}: $schema may only appear at the top of the declaration"
+        refs = _refs(prop)
+        if not refs:
+            problem = _part_problem(prop)
+        elif bad := [ref for ref in refs if not (isinstance(ref, str) and ref.startswith("#/$defs/"))]:
+            problem = (f"$ref {bad[0]!r} must name '#/$defs/NAME' of the declaration (each property "
+                       "schema is applied alone, with the declaration's $defs)")
+        elif isinstance(prop, dict) and "$defs" in prop:
+            problem = "put its $defs in the declaration's $defs"
+        else:
+            problem = _part_problem({**prop, "$defs": defs} if isinstance(prop, dict) and defs is not None else prop,
+                                    annotations_too=True)
+        if problem is not None:
+            return f"property {name!r}: {problem}"
+    return None

@@ -265,7 +265,7 @@ class ToolCorrectnessCriteria(_Strict):
     @field_validator("tools")
     @classmethod
     def _declarations_valid(cls, tools: dict[str, Any]) -> dict[str, Any]:
-        from judgekit.checks.arguments import check_declaration
+        from judgekit._jsonschema import check_declaration
 
         for name, schema in tools.items():
             problem = check_declaration(schema)

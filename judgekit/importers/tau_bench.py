@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit._io import MAX_FILE_BYTES, read_json, sha256_json
-from judgekit.checks.arguments import check_declaration
+from judgekit._jsonschema import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter
