@@ -17,8 +17,10 @@ leaked there is what a safety scan must still find.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -37,6 +39,21 @@ from judgekit.errors import InputError
 #: gives one. A fixed day, so that an import is byte-identical whenever it runs; it says "the
 #: criteria come from the source's ground truth, which predates every run scored against it".
 DEFAULT_REGISTERED = date(1970, 1, 1)
+
+
+MAX_NAME = 100
+"""The longest name part ``name_part`` gives: file names built from it stay far below 255 bytes."""
+
+
+def name_part(text: str, default: str = "") -> str:
+    """``text`` as a part of a rubric id or a file name under ``--out``: lower case, each run of
+    characters other than letters, digits, '.', '_' and '-' one '-', no leading or trailing
+    punctuation (``default`` when nothing is left). A name longer than ``MAX_NAME`` is cut and
+    ends in 12 hex digits of the whole text's sha256, so two long names cut alike stay apart."""
+    part = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    if len(part) > MAX_NAME:
+        part = f"{part[:MAX_NAME - 13].rstrip('-._')}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return part or default
 
 
 def _relative(name: str | PurePosixPath) -> PurePosixPath:

@@ -86,7 +86,7 @@ from judgekit._io import (
 )
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, name_part
 from judgekit.rubric import Rubric
 from judgekit.trajectory import Call, Trajectory
 
@@ -319,15 +319,11 @@ def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str)
     return expected, reference
 
 
-def _slug(question_id: str) -> str:
-    return re.sub(r"[^a-z0-9._-]", "-", question_id.lower())
-
-
 def _rubric(question: dict[str, Any], expected: list[dict] | None, registered: date) -> Rubric:
     where = question["id"]
     tools = {f["name"]: json_schema(f.get("parameters", {}), f"{where}: {f['name']}") for f in question["function"]}
     return Rubric.model_validate({
-        "id": f"bfcl-{_slug(question['id'])}",
+        "id": f"bfcl-{name_part(question['id'])}",
         "version": "1.0.0",
         "registered": registered,
         "description": _prompt_text(question),
@@ -540,7 +536,7 @@ def import_bfcl(src: Path, out: Path, *, registered: date | None = None) -> list
             models = _model_results(folder, path, opened)
             count = 0
             for line, question in _questions(path):
-                slug = _slug(question["id"])
+                slug = name_part(question["id"])
                 if slug in seen:
                     raise InputError(f"question {question['id']!r} has the same rubric id as {seen[slug]!r}", path, line)
                 seen[slug] = question["id"]

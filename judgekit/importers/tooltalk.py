@@ -63,8 +63,6 @@ was written.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -74,13 +72,12 @@ from pydantic import ValidationError
 
 from judgekit._io import describe_validation_error, read_json
 from judgekit.errors import InputError
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, name_part
 from judgekit.rubric import Rubric
 from judgekit.trajectory import Call, Trajectory, UserTurn
 
 SCHEMAS_NAME = "api_schemas.json"
 DATABASES_NAME = "databases"
-MAX_NAME = 100  # the longest <name> in file names: rubrics/tooltalk-<name>.yaml stays far below 255 bytes
 ACCOUNT_DATABASE = "Account"  # ToolTalk's ACCOUNT_DB_NAME: every API that requires auth reads it
 TOOL_GUIDE = (
     "Award the pre-registered points: one for each reference call made successfully with the right tool, "
@@ -155,18 +152,11 @@ def _database_files(folder: Path) -> list[Path]:
 # --- one conversation --------------------------------------------------------------------------
 
 
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    if len(slug) > MAX_NAME:  # cut to keep file names short; the hash of the whole name keeps cut ones apart
-        slug = f"{slug[:MAX_NAME - 13].rstrip('-._')}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    return slug
-
-
 def _name(conversation: dict[str, Any], path: Path) -> str:
     for key in ("name", "conversation_id"):
         value = conversation.get(key)
-        if isinstance(value, str) and _slug(value):
-            return _slug(value)
+        if isinstance(value, str) and name_part(value):
+            return name_part(value)
     raise InputError("the conversation has neither a 'name' nor a 'conversation_id' to name it by", path)
 
 
