@@ -91,8 +91,8 @@ def outcome(fn, *args, **kwargs) -> tuple[str, Any]:
 
 
 def strict_line(text: str) -> Any:
-    """strict JSON as iter_jsonl applies it to a line it decoded from UTF-8."""
-    return _io._strict_loads(text, MAX_DEPTH, decoded_utf8=True)
+    """strict JSON as iter_jsonl applies it to a line of a file."""
+    return _io.json_line_loads(text.encode("utf-8"))
 
 
 # --- strict JSON -------------------------------------------------------------------------------
@@ -193,8 +193,8 @@ def test_strict_json_agrees_with_the_reference_on_any_text(value, pieces, at, ma
         text = f"[{text}, {piece}]" if at < 2 else f'{{"p": {piece}, "v": {text}}}'
     expected = outcome(reference_strict_json_loads, text, max_depth=max_depth)
     assert outcome(strict_json_loads, text, max_depth=max_depth) == expected
-    if "\ud800" not in text:  # a line decoded from UTF-8 cannot hold the code point itself
-        assert outcome(_io._strict_loads, text, max_depth, decoded_utf8=True) == expected
+    if "\ud800" not in text and max_depth == MAX_DEPTH:  # a line of a UTF-8 file cannot hold the code point
+        assert outcome(strict_line, text) == expected
 
 
 @settings(max_examples=200, deadline=None)

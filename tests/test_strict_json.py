@@ -1,0 +1,136 @@
+"""jiter reads first, the Python json reference decides: the two must never disagree.
+
+``judgekit._io.fast_json_loads`` keeps jiter's value only where it cannot differ from
+``_reference_loads`` (the strict ``json`` module parse that defines what judgekit accepts). These
+tests put both on generated documents, on documents with hostile parts spliced in, on random
+byte-level damage and on the number edges where a double overflows, and require the same
+outcome: the same value (same types, same repr) or a refusal from both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judgekit import _io
+from judgekit._io import MAX_DEPTH, UNDECIDED, fast_json_loads, json_line_loads, strict_json_loads
+
+
+def reference(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[str, str]:
+    """What the reference alone says of UTF-8 ``raw``: ('ok', repr) or ('refused', '')."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "refused", ""
+    try:
+        return "ok", repr(_io._reference_loads(text, max_depth, decoded_utf8=True))
+    except ValueError:
+        return "refused", ""
+
+
+def fast(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """What the fast path says: ('ok', repr), or None where it leaves the text to the reference."""
+    value = fast_json_loads(raw, max_depth)
+    return None if value is UNDECIDED else ("ok", repr(value))
+
+
+def assert_agrees(raw: bytes, max_depth: int = MAX_DEPTH) -> None:
+    expected = reference(raw, max_depth)
+    said = fast(raw, max_depth)
+    if said is not None:  # jiter decided: the reference must accept the same value
+        assert said == expected, raw[:200]
+    # And the public entry points give the reference's outcome either way.
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    try:
+        got = "ok", repr(strict_json_loads(text, max_depth=max_depth))
+    except ValueError:
+        got = "refused", ""
+    assert got == expected, raw[:200]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-10**60, 10**60)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=4), inner, max_size=5),
+    max_leaves=60,
+)
+
+HOSTILE = st.sampled_from([
+    '"\\ud800"', '"\\udc00x"', '"\\ud800\\ud800"', '"\\ud83d\\ude00"', "1e999", "-1E+309", "1e308",
+    "1.7976931348623157e308", "1.7976931348623159e308", "2e308", "1e-400", "NaN", "Infinity", "-Infinity",
+    '{"a": 1, "a": 2}', '{"\\u0061": 1, "a": 2}', "[" * 201 + "]" * 201, "{}", "[]", "1" * 4300,
+    "1" * 4301, "9" * 250 + "e99", "9" * 199 + "e99", "9" * 310 + ".5", "0." + "0" * 400 + "1e400",
+    "-0", "-0.0", "01", "1.", ".5", "+1", "\u2028", '"\x01"', '"\x7f"', "\ufeff1", "tru", "nul",
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values, st.lists(HOSTILE, max_size=3), st.booleans(), st.sampled_from([8, 50, MAX_DEPTH]))
+def test_fast_and_reference_agree_on_documents_with_hostile_parts(value, pieces, ascii_only, max_depth):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    for n, piece in enumerate(pieces):
+        text = f"[{text}, {piece}]" if n % 2 else f'{{"p": {piece}, "v": {text}}}'
+    assert_agrees(text.encode("utf-8", "surrogatepass"), max_depth)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4),
+       st.booleans())
+def test_fast_and_reference_agree_on_damaged_bytes(value, damage, insert):
+    raw = bytearray(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    for at, byte in damage:
+        at %= len(raw) + 1
+        if insert or at == len(raw):
+            raw[at:at] = bytes([byte])
+        else:
+            raw[at] = byte
+    assert_agrees(bytes(raw))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 320), st.integers(0, 30), st.sampled_from(["", "e", "E", "e+", "E-", "e-"]), st.integers(0, 400))
+def test_numbers_agree_at_the_edge_of_a_double(int_digits, frac_digits, marker, exponent):
+    number = "9" * int_digits + ("." + "7" * frac_digits if frac_digits else "")
+    if marker:
+        number += f"{marker}{exponent}"
+    assert_agrees(f'{{"n": {number}}}'.encode())
+
+
+def test_every_overflow_is_left_to_the_reference_and_refused():
+    for number in ["1e999", "-1e999", "2e308", "1e+309", "9" * 250 + "e99", "1" + "0" * 309 + ".0",
+                   "1" + "0" * 400 + "e-50", "1e0000309"]:
+        raw = f"[{number}]".encode()
+        assert fast(raw) is None, number
+        with pytest.raises(ValueError, match="too large to represent"):
+            strict_json_loads(raw.decode())
+
+
+def test_a_large_finite_double_is_read_as_the_reference_reads_it():
+    raw = b"[1.7976931348623157e308, 9e99, 123456789012345678901234567890.5]"
+    assert strict_json_loads(raw.decode()) == json.loads(raw)
+    assert all(math.isfinite(x) for x in strict_json_loads(raw))
+
+
+@pytest.mark.parametrize("depth", [199, 200, 201, 202])
+@pytest.mark.parametrize("inner", ["", "0"])
+def test_an_empty_container_201_levels_down_is_refused_as_before(depth, inner):
+    # jiter accepts "[" * 201 + "]" * 201; the reference, and so judgekit, does not.
+    raw = ("[" * depth + inner + "]" * depth).encode()
+    assert_agrees(raw)
+    assert (reference(raw)[0] == "ok") == (depth <= MAX_DEPTH)
+
+
+def test_a_line_of_unicode_spaces_is_blank_and_a_bom_line_is_refused_by_the_reference():
+    assert json_line_loads(" \t\r\n".encode()) is _io.BLANK
+    assert json_line_loads("\u3000\u2028\n".encode()) is _io.BLANK
+    with pytest.raises(json.JSONDecodeError, match="BOM"):
+        json_line_loads("\ufeff{}\n".encode())
+    with pytest.raises(UnicodeDecodeError):
+        json_line_loads(b'{"a": "\xff"}\n')
