@@ -172,13 +172,17 @@ def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
 UNDECIDED: Any = object()
 """What ``fast_json_loads`` returns when only the reference parser can decide."""
 
-# One pass of bytes.translate marks what the reference alone judges exactly: digits become "0",
-# an exponent's "e", "E" or "+" become "e", and both opening brackets "["; the rest a space.
+# One pass of bytes.translate marks what the reference alone judges exactly. Digits and "." become
+# "0", "-" stays; an exponent's "e", "E" or "+" become "e"; both opening brackets "["; what may
+# stand before a number (":", ",", whitespace) ","; anything else (letters, quotes) a space.
 _SUSPECT = bytearray(b" " * 256)
-for _byte in b"0123456789":
+_SUSPECT[ord("-")] = ord("-")
+for _byte in b"0123456789.":
     _SUSPECT[_byte] = ord("0")
 for _byte in b"eE+":
     _SUSPECT[_byte] = ord("e")
+for _byte in b":, \t\n\r":
+    _SUSPECT[_byte] = ord(",")
 _SUSPECT[ord("[")] = _SUSPECT[ord("{")] = ord("[")
 _SUSPECT_TABLE = bytes(_SUSPECT)
 del _SUSPECT, _byte
@@ -199,8 +203,7 @@ def fast_json_loads(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
     nesting limits other than its own (``max_depth``), and a number too large for a double (it
     gives infinity). Only a text with more brackets than ``max_depth``, an exponent of three
     digits or more, or 200 digits in a row can hold one of those, and one pass finds them all;
-    where only the exponent was seen (hex digits look like one), the value is searched for an
-    infinity instead.
+    where it is an exponent (``_big_exponent``), the value is searched for an infinity.
     """
     if len(raw) > FAST_MAX_BYTES:
         return UNDECIDED
@@ -211,11 +214,28 @@ def fast_json_loads(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
     marks = raw.translate(_SUSPECT_TABLE)
     if marks.count(b"[") > max_depth or _LONG_DIGITS in marks:
         return UNDECIDED
-    # An exponent of three digits, or hex text that looks like one ("4e123" in a hash): only
-    # a number that became infinity makes the two differ, and the value shows it.
-    if b"e000" in marks and not _all_finite(value):
+    if _big_exponent(marks) and not _all_finite(value):
         return UNDECIDED
     return value
+
+
+def _big_exponent(marks: bytes) -> bool:
+    """Whether the marked text has an exponent of three digits or more where a number can be: a
+    run of digits and exponent marks right after ``[``, ``:``, ``,``, whitespace or the start.
+    Hex text ("ab4e123" in a hash) looks like an exponent but follows a letter or a quote; an
+    exponent inside a string after a space is taken for one, and the value searched."""
+    at = marks.find(b"e000")
+    while at != -1:
+        start = at
+        while start > 0 and marks[start - 1] in b"0e-":
+            start -= 1
+        if start == 0 or marks[start - 1] in b"[,":
+            return True
+        end = at + 4  # the next search starts past this run: each mark is looked at twice at most
+        while end < len(marks) and marks[end] in b"0e-":
+            end += 1
+        at = marks.find(b"e000", end)
+    return False
 
 
 def _all_finite(value: Any) -> bool:

@@ -134,3 +134,19 @@ def test_a_line_of_unicode_spaces_is_blank_and_a_bom_line_is_refused_by_the_refe
         json_line_loads("\ufeff{}\n".encode())
     with pytest.raises(UnicodeDecodeError):
         json_line_loads(b'{"a": "\xff"}\n')
+
+
+@pytest.mark.parametrize(("text", "exponent"), [
+    ('{"h": "ab4e123f"}', False), ('{"h": "4e123"}', False), ('["x", 4e123]', True), ("4e123", True),
+    ('{"n":-1.5E+0400}', True), ('{"n": 1e99}', False), ('{"t": "see 1e500"}', True), ('[1e-500]', False),
+])
+def test_an_exponent_is_told_from_hex_digits_by_what_stands_before_it(text, exponent):
+    assert _io._big_exponent(text.encode().translate(_io._SUSPECT_TABLE)) is exponent
+    assert_agrees(text.encode())
+
+
+def test_hex_text_that_looks_like_exponents_costs_one_pass():
+    # A hash-like run of digits and e's throughout: found, walked once, not taken for a number.
+    raw = ('{"h": "a' + "0e000" * 100_000 + '"}').encode()
+    assert not _io._big_exponent(raw.translate(_io._SUSPECT_TABLE))
+    assert fast(raw) == reference(raw)
