@@ -12,6 +12,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from judgekit._files import relative_to
 from judgekit.axes import axes_of, judged_axes
@@ -192,11 +193,14 @@ class Planner:
         self.repeats = repeats
         self.resolver = JudgeResolver(override=self.override,
                                       allow_floating=allow_floating or loaded.suite.allow_floating)
+        self._relative: dict[Path, str] = {}  # trajectory file -> its path relative to the suite
 
     def add(self, plan: RunPlan, rubric: Rubric, item: LoadedTrajectory) -> None:
         world = WorldState(item)
         result = score_deterministic(rubric, item, world)
-        result.source = f"{relative_to(item.path, self.loaded.base_dir)}:{item.line}"  # compares across machines
+        if (file := self._relative.get(item.path)) is None:  # once per file, not per line
+            file = self._relative[item.path] = relative_to(item.path, self.loaded.base_dir)
+        result.source = f"{file}:{item.line}"  # compares across machines
         index = len(plan.items)
         plan.items.append(result)
         for axis in judged_axes(rubric):
