@@ -157,16 +157,27 @@ def plain_error(exc: ValueError) -> str:
 def strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     """json.loads that refuses (ValueError) what it would otherwise accept silently: duplicate
     keys (it keeps the last), NaN/Infinity and numbers that overflow to infinity, lone
-    surrogates, and nesting deeper than ``max_depth`` (or deep enough to exhaust the stack)."""
+    surrogates, and nesting deeper than ``max_depth`` (or deep enough to exhaust the stack).
+    Bytes must be UTF-8 text without a byte-order mark, as a str read from a file is."""
     if isinstance(text, str):
+        if len(text) > FAST_MAX_BYTES:  # its UTF-8 is no shorter: not worth a copy
+            return _reference_loads(text, max_depth, decoded_utf8=False)
         try:
             raw = text.encode("utf-8")
         except UnicodeEncodeError:  # a str holding a surrogate code point: the reference says so
             return _reference_loads(text, max_depth, decoded_utf8=False)
-    else:
-        raw = text
-    value = fast_json_loads(raw, max_depth)
-    return _reference_loads(text, max_depth, decoded_utf8=False) if value is UNDECIDED else value
+        value = fast_json_loads(raw, max_depth)
+        return _reference_loads(text, max_depth, decoded_utf8=False) if value is UNDECIDED else value
+    # Bytes are UTF-8 text, as a JSON file must be (RFC 8259): json.loads would also take UTF-16
+    # or a byte-order mark, and decode surrogates that no UTF-8 text can hold.
+    value = fast_json_loads(text, max_depth)  # jiter accepts strict UTF-8 only
+    if value is not UNDECIDED:
+        return value
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    return _reference_loads(decoded, max_depth, decoded_utf8=True)
 
 
 UNDECIDED: Any = object()
@@ -186,6 +197,7 @@ for _byte in b":, \t\n\r":
 _SUSPECT[ord("[")] = _SUSPECT[ord("{")] = ord("[")
 _SUSPECT_TABLE = bytes(_SUSPECT)
 del _SUSPECT, _byte
+_RUNS_TABLE = bytes(ord("r") if byte in b"0e-" else ord("x") for byte in range(256))
 _LONG_DIGITS = b"0" * 200
 FAST_MAX_BYTES = 2**19
 """Largest text read by jiter first (every trajectory line, verdict and record fits): beside a
@@ -207,13 +219,13 @@ def fast_json_loads(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
     """
     if len(raw) > FAST_MAX_BYTES:
         return UNDECIDED
+    marks = raw.translate(_SUSPECT_TABLE)
+    if marks.count(b"[") > max_depth or _LONG_DIGITS in marks:
+        return UNDECIDED  # before jiter parses: the reference would parse it again anyway
     try:
         value = jiter.from_json(raw, allow_inf_nan=False, catch_duplicate_keys=True)
     except ValueError:
         return UNDECIDED  # refused: the reference says why, in its own words and position
-    marks = raw.translate(_SUSPECT_TABLE)
-    if marks.count(b"[") > max_depth or _LONG_DIGITS in marks:
-        return UNDECIDED
     if _big_exponent(marks) and not _all_finite(value):
         return UNDECIDED
     return value
@@ -225,15 +237,16 @@ def _big_exponent(marks: bytes) -> bool:
     Hex text ("ab4e123" in a hash) looks like an exponent but follows a letter or a quote; an
     exponent inside a string after a space is taken for one, and the value searched."""
     at = marks.find(b"e000")
+    if at == -1:
+        return False
+    runs = marks.translate(_RUNS_TABLE)  # a number's marks ("0", "e", "-") become "r"
     while at != -1:
-        start = at
-        while start > 0 and marks[start - 1] in b"0e-":
-            start -= 1
+        start = runs.rfind(b"x", 0, at) + 1  # where this run of number marks begins
         if start == 0 or marks[start - 1] in b"[,":
             return True
-        end = at + 4  # the next search starts past this run: each mark is looked at twice at most
-        while end < len(marks) and marks[end] in b"0e-":
-            end += 1
+        end = runs.find(b"x", at)  # the next search starts past this run
+        if end == -1:
+            return False
         at = marks.find(b"e000", end)
     return False
 
@@ -324,6 +337,12 @@ def open_regular_file(
 def iter_json_lines(path: str | Path, *, expected: str = "a JSON Lines file") -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line of a JSON Lines file, read as a
     stream (strict JSON; errors name the file and line)."""
+    for line_no, value, _ in iter_json_lines_raw(path, expected=expected):
+        yield line_no, value
+
+
+def iter_json_lines_raw(path: str | Path, *, expected: str = "a JSON Lines file") -> Iterator[tuple[int, Any, bytes]]:
+    """``iter_json_lines`` with each line's bytes as read (what a digest of the line hashes)."""
     path = Path(path)
     # A buffer larger than the default 8 KiB: trajectory lines run to tens of KiB, and readline
     # would otherwise gather each from several small reads.
@@ -343,7 +362,7 @@ def iter_json_lines(path: str | Path, *, expected: str = "a JSON Lines file") ->
             except ValueError as exc:
                 raise InputError(f"invalid JSON: {exc}", path, line_no) from None
             if value is not BLANK:
-                yield line_no, value
+                yield line_no, value, raw
 
 
 BLANK: Any = object()
@@ -367,11 +386,18 @@ def json_line_loads(raw: bytes) -> Any:
 
 def iter_jsonl(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """Yield ``(line_number, record)`` for each non-blank line of a JSON Lines file."""
-    for line_no, data in iter_json_lines(path):
+    for line_no, record, _ in iter_jsonl_raw(path, model):
+        yield line_no, record
+
+
+def iter_jsonl_raw(path: str | Path, model: type[M]) -> Iterator[tuple[int, M, bytes]]:
+    """``iter_jsonl`` with each line's bytes as read."""
+    for line_no, data, raw in iter_json_lines_raw(path):
         try:
-            yield line_no, model.model_validate(data)
+            record = model.model_validate(data)
         except ValidationError as exc:
             raise InputError(describe_validation_error(exc), path, line_no) from None
+        yield line_no, record, raw
 
 
 def unreadable(exc: OSError, path: Path, expected: str = "a file") -> InputError:

@@ -152,8 +152,9 @@ def test_what_strict_json_refused_it_still_refuses_with_the_same_message(text):
     assert expected[0] != "ok"
     assert outcome(strict_json_loads, text) == expected
     assert outcome(strict_line, text) == expected
-    assert outcome(strict_json_loads, text.encode("utf-8", "surrogatepass")) == outcome(
-        reference_strict_json_loads, text.encode("utf-8", "surrogatepass"))
+    # Bytes are refused as their text is: json.loads would take a byte-order mark from bytes
+    # (the one case where the old bytes path accepted what its text path refused).
+    assert outcome(strict_json_loads, text.encode("utf-8", "surrogatepass")) == expected
 
 
 @pytest.mark.parametrize("depth", [1, 7, 8, 9, 199, 200, 201, 202])

@@ -150,3 +150,22 @@ def test_hex_text_that_looks_like_exponents_costs_one_pass():
     raw = ('{"h": "a' + "0e000" * 100_000 + '"}').encode()
     assert not _io._big_exponent(raw.translate(_io._SUSPECT_TABLE))
     assert fast(raw) == reference(raw)
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    pytest.param(b'"\xed\xa0\x80"', "not UTF-8 text", id="a_surrogate_encoded_in_utf8"),
+    pytest.param('{"a": 1}'.encode("utf-16-le"), "", id="utf16"),
+    pytest.param(b"\xef\xbb\xbf[1]", "BOM", id="byte_order_mark"),
+])
+def test_bytes_are_read_as_utf8_text_like_a_file(raw, why):
+    with pytest.raises(ValueError, match=why):
+        strict_json_loads(raw)
+
+
+def test_a_document_with_many_brackets_is_left_to_the_reference_before_jiter_parses(monkeypatch):
+    parsed = []
+    real = _io.jiter.from_json
+    monkeypatch.setattr(_io.jiter, "from_json", lambda raw, **kw: parsed.append(raw) or real(raw, **kw))
+    assert fast_json_loads(b"[" + b",".join([b"[[]]"] * 100) + b"]") is UNDECIDED
+    assert parsed == []
+    assert strict_json_loads(b"[" + b",".join([b"[[]]"] * 100) + b"]") == [[[]]] * 100
