@@ -1,6 +1,28 @@
+"""What code this is: the installed version, and a digest of the package's own files."""
+
+import hashlib
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 try:
     __version__ = version("judgekit-agents")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0+unknown"
+
+
+@lru_cache(maxsize=1)
+def code_sha256() -> str | None:
+    """sha256 of judgekit's own source files and prompt templates, or None where they cannot
+    be read: what a memo of the code's own results (a question's fingerprint) holds for. Any
+    change to the code, even one that keeps the version, makes a new digest."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    try:
+        files = sorted(path for path in root.rglob("*")
+                       if path.suffix == ".py" or (path.parent.name == "prompts" and path.suffix == ".txt"))
+        for path in files:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest() if files else None

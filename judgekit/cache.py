@@ -26,6 +26,11 @@ A cache folder is hostile until checked: it may come from a repository or a shar
   ``refused`` with its reason, and judged again.
 - A cache that cannot be written (a read-only checkout) still serves its hits; new verdicts
   are then not stored, and ``writable`` says so.
+- Beside the verdicts, a memo: ``fingerprint:<sha256>`` -> the cache key of the question whose
+  inputs have that fingerprint (``judgekit.run.judging.JudgeJob.fingerprint``), so a rerun finds
+  its verdicts without rendering a prompt. An entry is bound to its fingerprint like a verdict
+  to its key; one that does not check out is refused, and the question is rendered as before.
+  The memo is trusted as the verdicts are: whoever can write the folder can write either.
 - Nothing secret is stored: a verdict whose entry holds a registered API key or a common key
   shape (a judge that echoed the key) is not cached at all, rather than cached masked, since a
   masked quote or claim would score differently when read back. It is judged again next run.
@@ -41,6 +46,7 @@ import asyncio
 import json
 import os
 import queue
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -76,6 +82,11 @@ MAX_ENTRY_BYTES = 4 * 2**20  # a verdict is a few kB; a bigger row is not judgek
 _BATCH = 500  # keys per lookup (SQLite allows 999 parameters in older builds)
 
 
+FINGERPRINT_PREFIX = "fingerprint:"
+"""Memo rows are stored under this prefix and a fingerprint; verdict rows under a bare key."""
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 def cache_key(material: dict[str, Any]) -> str:
     return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
 
@@ -94,6 +105,15 @@ class VerdictStore(Protocol):
         """Store scored verdicts, all or none."""
         ...
 
+    def keys_for(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """The cache keys the memo holds for these question fingerprints ({} for a store
+        without a memo)."""
+        ...
+
+    def put_keys(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Remember (fingerprint, key) pairs (a store without a memo stores nothing)."""
+        ...
+
     def report(self) -> dict[str, Any]:
         """What a ledger records of the store: ``directory``, ``withheld`` (verdicts not stored)."""
         ...
@@ -101,6 +121,24 @@ class VerdictStore(Protocol):
     def close(self) -> None:
         """Done with the store: release everything it holds."""
         ...
+
+
+def _decode_key(fingerprint: str, text: str) -> str:
+    """The cache key a memo entry stored under ``fingerprint`` names, or RefusedEntry."""
+    try:
+        payload = strict_json_loads(text)
+    except ValueError as exc:
+        raise RefusedEntry(f"its value is not valid JSON ({exc})") from None
+    if not isinstance(payload, dict) or set(payload) != {"cache_format", "fingerprint", "key"}:
+        raise RefusedEntry("its value is not a judgekit fingerprint entry")
+    if payload["cache_format"] != CACHE_FORMAT_VERSION:
+        raise RefusedEntry(f"it is in cache format {repr(payload['cache_format'])[:40]}, not {CACHE_FORMAT_VERSION}")
+    if payload["fingerprint"] != fingerprint:
+        raise RefusedEntry("it is bound to another fingerprint (moved or copied between keys)")
+    key = payload["key"]
+    if type(key) is not str or not _HEX64.fullmatch(key):
+        raise RefusedEntry("its key is not a cache key")
+    return key
 
 
 class VerdictCache:
@@ -193,6 +231,30 @@ class VerdictCache:
                     self.refused.append((key, str(exc)))
         return found
 
+    def keys_for(self, fingerprints: Sequence[str]) -> dict[str, str]:
+        """Fingerprint -> cache key, for the fingerprints the memo holds; entries refused are
+        left out (and listed in ``refused``)."""
+        found: dict[str, str] = {}
+        names = [FINGERPRINT_PREFIX + fingerprint for fingerprint in dict.fromkeys(fingerprints)]
+        for start in range(0, len(names), _BATCH):
+            batch = names[start:start + _BATCH]
+            rows = self._rows(
+                "SELECT key, mode, filename, CASE WHEN length(value) <= ? THEN value END, length(value) "
+                f"FROM Cache WHERE raw = 1 AND key IN ({','.join('?' * len(batch))})",
+                (MAX_ENTRY_BYTES, *batch),
+            )
+            for name, mode, filename, value, size in rows:
+                if type(name) is not str or not name.startswith(FINGERPRINT_PREFIX):
+                    continue
+                fingerprint = name.removeprefix(FINGERPRINT_PREFIX)
+                try:
+                    if size is not None and size > MAX_ENTRY_BYTES:
+                        raise RefusedEntry(f"its value is {size} bytes, more than a fingerprint entry ever is")
+                    found[fingerprint] = _decode_key(fingerprint, stored_text(mode, filename, value))
+                except RefusedEntry as exc:
+                    self.refused.append((name, str(exc)))
+        return found
+
     def report(self) -> dict[str, Any]:
         return {"directory": str(self.directory), "withheld": self.withheld}
 
@@ -225,6 +287,17 @@ class VerdictCache:
 
     # --- writing ------------------------------------------------------------------------------
 
+    def put_keys(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Remember fingerprint -> key for these questions, in one transaction."""
+        try:
+            with self._writer().transact():
+                for fingerprint, key in pairs:
+                    envelope = json.dumps({"cache_format": CACHE_FORMAT_VERSION, "fingerprint": fingerprint, "key": key},
+                                          separators=(",", ":"))
+                    self._writer().set(FINGERPRINT_PREFIX + fingerprint, envelope)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cannot store fingerprints in the verdict cache ({exc})", self.directory) from None
+
     def _writer(self) -> diskcache.Cache:
         if self._cache is None:
             raise InputError("the verdict cache cannot be written here (read-only)", self.directory)
@@ -256,38 +329,52 @@ class VerdictCache:
     # --- housekeeping -------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        [(entries, foreign)] = self._rows(
-            "SELECT count(*), coalesce(sum(raw IS NOT 1 OR mode IS NOT ? OR filename IS NOT NULL "
-            "OR typeof(value) != 'text'), 0) FROM Cache",
-            (MODE_RAW,),
-        ) or [(0, 0)]
+        [(rows, fingerprints, foreign)] = self._rows(
+            "SELECT count(*), coalesce(sum(typeof(key) = 'text' AND substr(key, 1, ?) = ?), 0), "
+            "coalesce(sum(raw IS NOT 1 OR mode IS NOT ? OR filename IS NOT NULL OR typeof(value) != 'text'), 0) "
+            "FROM Cache",
+            (len(FINGERPRINT_PREFIX), FINGERPRINT_PREFIX, MODE_RAW),
+        ) or [(0, 0, 0)]
         size = self._db.stat().st_size if self._db.exists() else 0
-        return _stats(self.directory, self.writable, entries, foreign, size)
+        return _stats(self.directory, self.writable, rows - fingerprints, foreign, size, fingerprints)
 
     def clear(self) -> int:
-        """Remove every entry (the files rows may name are not judgekit's and stay)."""
-        return self._delete(None)
+        """Remove every entry, the memo's too (the files rows may name are not judgekit's and
+        stay); the number of verdict entries removed."""
+        entries = self.stats()["entries"]
+        self._delete(None)
+        return entries
 
     def prune(self, older_than_days: float) -> int:
-        """Remove verdicts created more than ``older_than_days`` ago, and entries that are refused."""
+        """Remove verdicts created more than ``older_than_days`` ago, entries that are refused,
+        and fingerprint entries whose verdict is gone; the number of verdict entries removed."""
         self._writer()  # a read-only cache can be read, never pruned
         cutoff = utc_now() - timedelta(days=older_than_days)
         stale = []
+        kept: set[str] = set()
+        memo: list[tuple[int, str]] = []  # (rowid, key it names)
         rows = "SELECT rowid, key, raw, mode, filename, CASE WHEN length(value) <= ? THEN value END FROM Cache"
         try:
             for rowid, key, raw, mode, filename, value in self._reader.execute(rows, (MAX_ENTRY_BYTES,)):
                 try:
                     if not raw or type(key) is not str:
                         raise RefusedEntry("its key is not stored as text")
+                    if key.startswith(FINGERPRINT_PREFIX):
+                        memo.append((rowid, _decode_key(key.removeprefix(FINGERPRINT_PREFIX),
+                                                        stored_text(mode, filename, value))))
+                        continue
                     verdict = self._decode(key, stored_text(mode, filename, value), None)
                 except RefusedEntry:
                     stale.append(rowid)
                     continue
                 if verdict.provenance.created_at < cutoff:
                     stale.append(rowid)
+                else:
+                    kept.add(key)
         except sqlite3.DatabaseError as exc:
             raise unreadable(self.directory, str(exc)) from None
-        return self._delete(stale)
+        self._delete(stale + [rowid for rowid, key in memo if key not in kept])
+        return len(stale)
 
     def _delete(self, rowids: list[int] | None) -> int:
         """Delete rows by id (all rows for None) with SQL alone, in one transaction: diskcache's
@@ -328,9 +415,10 @@ class VerdictCache:
         self.close()
 
 
-def _stats(directory: Path, is_writable: bool, entries: int, foreign: int, size: int) -> dict[str, Any]:
+def _stats(directory: Path, is_writable: bool, entries: int, foreign: int, size: int,
+           fingerprints: int = 0) -> dict[str, Any]:
     return {"directory": str(directory), "exists": True, "writable": is_writable, "entries": entries,
-            "foreign_entries": foreign, "bytes": size}
+            "fingerprints": fingerprints, "foreign_entries": foreign, "bytes": size}
 
 
 def cache_stats(directory: str | Path) -> dict[str, Any]:
@@ -368,7 +456,9 @@ class CacheWriter:
         self._thread = threading.Thread(target=self._work, name="judgekit-cache-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: str, verdict: JudgeVerdict) -> asyncio.Future[None]:
+    def put(self, key: str, verdict: JudgeVerdict, fingerprints: Sequence[str] = ()) -> asyncio.Future[None]:
+        """Store ``verdict`` under ``key``, and remember ``key`` for the question fingerprints
+        (after the verdict's commit, and best effort: the memo only saves rendering)."""
         if verdict.status != "scored":
             raise ValueError("only validated verdicts are cached")
         loop = asyncio.get_running_loop()
@@ -377,8 +467,13 @@ class CacheWriter:
         elif loop is not self._loop:
             raise RuntimeError("a CacheWriter serves one event loop")
         future: asyncio.Future[None] = loop.create_future()
-        self._queue.put((key, verdict, future))
+        self._queue.put((key, verdict, tuple(fingerprints), future))
         return future
+
+    def remember(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Remember (fingerprint, key) pairs of verdicts already stored, best effort."""
+        for fingerprint, key in pairs:
+            self._queue.put((key, None, (fingerprint,), None))
 
     def flush(self) -> None:
         self._wake.set()
@@ -415,13 +510,23 @@ class CacheWriter:
             if close_thread is not None:
                 close_thread()  # the writer thread's own connection; others stay open
 
-    def _commit(self, writes: list[tuple[str, JudgeVerdict, asyncio.Future[None]]]) -> None:
+    def _commit(self, writes: list[tuple[str, JudgeVerdict | None, tuple[str, ...], asyncio.Future[None] | None]]) -> None:
         error: BaseException | None = None
         try:
-            self.cache.put_many([(key, verdict) for key, verdict, _ in writes])
+            verdicts = [(key, verdict) for key, verdict, _, _ in writes if verdict is not None]
+            if verdicts:
+                self.cache.put_many(verdicts)
         except BaseException as exc:  # noqa: BLE001 - handed to every coroutine waiting on it
             error = exc
-        futures = [future for _, _, future in writes]
+        pairs = [(fingerprint, key) for key, _, fingerprints, _ in writes for fingerprint in fingerprints]
+        if error is None and pairs:
+            try:
+                self.cache.put_keys(pairs)
+            except InputError:
+                pass  # a memo the store cannot take makes the next rerun render its prompts, nothing worse
+        futures = [future for _, _, _, future in writes if future is not None]
+        if not futures:
+            return
         try:
             self._loop.call_soon_threadsafe(_settle, futures, error)
         except RuntimeError:

@@ -96,18 +96,46 @@ def evidence_for(trajectory: Trajectory) -> Evidence:
     return Evidence(items)
 
 
-@dataclass
 class Prompt:
-    axis: str
-    messages: list[dict[str, str]]
-    template_sha256: str
-    evidence: Evidence
-    output: str = ""
-    """The agent output shown to a faithfulness judge (the claims to check)."""
+    """A judge prompt: its messages, the evidence it shows, the output whose claims it asks about.
+
+    ``build_prompt`` makes one whose messages are rendered on first use: a question the cache
+    answers by its inputs' fingerprint (``judgekit.run.judging.JudgeJob.fingerprint``) is never
+    rendered. What the messages will be is fixed when the prompt is made; rendering only writes
+    them out. Pickles with what it renders from (or what it rendered).
+    """
+
+    def __init__(self, axis: str, messages: list[dict[str, str]] | None = None, template_sha256: str = "",
+                 evidence: Evidence | None = None, output: str = "", *,
+                 pending: Callable[[], list[dict[str, str]]] | None = None):
+        if (messages is None) == (pending is None):
+            raise ValueError("a prompt has its messages or the means to render them, not both")
+        self.axis = axis
+        self.template_sha256 = template_sha256
+        self.evidence = evidence if evidence is not None else Evidence()
+        self.output = output
+        """The agent output shown to a faithfulness judge (the claims to check)."""
+        self._messages = messages
+        self._pending = pending
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """Exactly what the judge is sent (rendered now if not yet)."""
+        if self._messages is None:
+            self._messages = self._pending()
+            self._pending = None
+        return self._messages
+
+    @property
+    def rendered(self) -> bool:
+        return self._messages is not None
 
     def render(self) -> str:
         """Exactly what the judge receives, for people."""
         return "\n\n".join(f"----- {m['role']} -----\n{m['content']}" for m in self.messages)
+
+    def __repr__(self) -> str:
+        return f"Prompt(axis={self.axis!r}, template_sha256={self.template_sha256[:12]!r}, rendered={self.rendered})"
 
 
 def data_block(name: str, items: list[tuple[str, str]], nonce: str) -> str:
@@ -165,22 +193,45 @@ def build_prompt(
     if axis not in parts:
         raise ValueError(f"the prompt template has no instructions for axis {axis!r}")
     evidence = evidence_for(trajectory)
-    sections: list[Section] = [("Task", "task", [("P", trajectory.prompt)])]
-    sections += sections_of(trajectory, evidence, diff, show_output)
-    if form == "compact":
-        sections = [s for s in sections if s[2] and (reads_task or s[1] != "task")]
-    # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
-    nonce = sha256_json([s[2] for s in sections])[:16]
-    if form == "compact":
-        body = "\n".join(data_block(name, items, nonce) for _, name, items in sections)
-    else:
-        body = "\n\n".join(f"## {title}\n{data_block(name, items, nonce)}" for title, name, items in sections)
-    instructions = parts[axis].replace("{min_quote_chars}", str(min_quote_chars))
-    system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
-    user = parts["user"].replace("{guide}", guide.strip()).replace("{sections}", body)
-    system = system.replace("<nonce>", nonce)
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    return Prompt(axis=axis, messages=messages, template_sha256=digest, evidence=evidence, output=trajectory.output)
+    render = _Render(axis, guide, trajectory, evidence, sections_of, diff, show_output, min_quote_chars, form,
+                     reads_task)
+    return Prompt(axis=axis, template_sha256=digest, evidence=evidence, output=trajectory.output, pending=render)
+
+
+@dataclass
+class _Render:
+    """The rest of ``build_prompt``: the sections written out under the template. A dataclass
+    of plain parts, so a prompt not yet rendered pickles (``sections_of`` is a module function)."""
+
+    axis: str
+    guide: str
+    trajectory: Trajectory
+    evidence: Evidence
+    sections_of: Callable[[Trajectory, Evidence, Diff | None, bool], list[Section]]
+    diff: Diff | None
+    show_output: bool
+    min_quote_chars: int
+    form: str
+    reads_task: bool
+
+    def __call__(self) -> list[dict[str, str]]:
+        parts, _ = _template(self.form)
+        trajectory, form = self.trajectory, self.form
+        sections: list[Section] = [("Task", "task", [("P", trajectory.prompt)])]
+        sections += self.sections_of(trajectory, self.evidence, self.diff, self.show_output)
+        if form == "compact":
+            sections = [s for s in sections if s[2] and (self.reads_task or s[1] != "task")]
+        # The nonce comes from the data itself: text inside cannot predict (and so cannot close) it.
+        nonce = sha256_json([s[2] for s in sections])[:16]
+        if form == "compact":
+            body = "\n".join(data_block(name, items, nonce) for _, name, items in sections)
+        else:
+            body = "\n\n".join(f"## {title}\n{data_block(name, items, nonce)}" for title, name, items in sections)
+        instructions = parts[self.axis].replace("{min_quote_chars}", str(self.min_quote_chars))
+        system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
+        user = parts["user"].replace("{guide}", self.guide.strip()).replace("{sections}", body)
+        system = system.replace("<nonce>", nonce)
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def _normalise(text: str) -> str:

@@ -6,15 +6,16 @@ A trajectory file is JSON Lines, one trajectory per line, read as a stream. Worl
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import iter_jsonl
+from judgekit._io import iter_jsonl_raw
 from judgekit.world import SnapshotPolicy, SnapshotSpec
 
 TRAJECTORY_FORMAT_VERSION = 1
@@ -111,6 +112,13 @@ class LoadedTrajectory:
     path: Path
     line: int
     policy: SnapshotPolicy | None = None
+    raw: bytes | None = field(default=None, repr=False, compare=False)
+    """The line as read (None for a trajectory made in memory): the trajectory is its function."""
+
+    @property
+    def line_sha256(self) -> str | None:
+        """sha256 of the line the trajectory was read from (None when it was not read from one)."""
+        return None if self.raw is None else hashlib.sha256(self.raw).hexdigest()
 
     @property
     def base_dir(self) -> Path:
@@ -129,5 +137,5 @@ def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None) ->
     """Stream trajectories from a JSON Lines file; errors name the file and line. ``policy``:
     the snapshot files they may read (a suite's), given to each as it is made."""
     path = Path(path)
-    for line, trajectory in iter_jsonl(path, Trajectory):
-        yield LoadedTrajectory(trajectory, path, line, policy)
+    for line, trajectory, raw in iter_jsonl_raw(path, Trajectory):
+        yield LoadedTrajectory(trajectory, path, line, policy, raw)

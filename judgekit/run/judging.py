@@ -12,7 +12,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, partial
 from typing import Any
 
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgekit._io import sha256_json
 from judgekit._text import redact
 from judgekit._time import utc_now
-from judgekit._version import __version__
+from judgekit._version import __version__, code_sha256
 from judgekit.cache import CacheWriter, VerdictStore, cache_key
 from judgekit.judge.backend import Backend, CallFailed, CallRequest, LitellmBackend, litellm_version
 from judgekit.judge.local import compact_json_grammar
@@ -96,6 +96,9 @@ def direct_connection(target: JudgeTarget) -> Connection:
     return Connector(None)(target)
 
 
+FINGERPRINT_FORMAT = 1
+
+
 @dataclass
 class JudgeJob:
     rubric: Rubric
@@ -103,6 +106,11 @@ class JudgeJob:
     prompt: Prompt
     judge: JudgeTarget
     repeat: int = 0  # calibration --repeats: the same input asked again under its own key
+    inputs_sha256: str | None = None
+    """sha256 of all the prompt is rendered from besides the rubric, the judge and judgekit's
+    code (the trajectory's line), when that is all: then ``fingerprint`` names the question."""
+    known_key: str | None = field(default=None, compare=False)
+    """The key the store's memo gave for ``fingerprint`` (``key`` is then not rendered for)."""
 
     @cached_property
     def _answer_schema(self) -> tuple[dict[str, Any], str]:
@@ -128,27 +136,49 @@ class JudgeJob:
             return None, {"grammar": compact_json_grammar(self.response_schema)}
         return response_format(self.response_schema), None
 
-    @cached_property
+    @property
     def key(self) -> str:
-        """The verdict's cache key (computed once: a job does not change once built)."""
+        """The verdict's cache key: the one the memo gave for the fingerprint, else computed from
+        the rendered prompt (once: a job does not change once built)."""
+        return self.known_key if self.known_key is not None else self.rendered_key
+
+    @cached_property
+    def rendered_key(self) -> str:
+        """The cache key, from the rendered prompt: the question exactly as the judge gets it."""
+        return cache_key({**self._question(), "messages": self.prompt.messages})
+
+    @cached_property
+    def fingerprint(self) -> str | None:
+        """A name for this question that needs no rendering (None when it has none): the key's
+        material with the prompt's inputs in place of its messages, and the digest of the code
+        that renders them. The same fingerprint renders the same messages, so the store keeps
+        fingerprint -> key and a rerun finds its verdicts without building a prompt."""
+        code = code_sha256()
+        if self.inputs_sha256 is None or code is None:
+            return None
+        return sha256_json({
+            **self._question(), "fingerprint_format": FINGERPRINT_FORMAT, "code_sha256": code,
+            "inputs_sha256": self.inputs_sha256, "answer_form": self.judge.spec.answer_form,
+            "show_output": self.judge.spec.show_output_for_task_success,
+        })
+
+    def _question(self) -> dict[str, Any]:
+        """The cache key's material, all but the messages."""
         repeat = {"repeat": self.repeat} if self.repeat else {}
         decoding = {"decoding": "compact-json-grammar"} if self.compact_decoding else {}
-        return cache_key(
-            {
-                **repeat,
-                **decoding,
-                "rubric": self.rubric.ref,
-                "rubric_sha256": self.rubric.sha256(),
-                "axis": self.axis,
-                "template_sha256": self.prompt.template_sha256,
-                "model": self.judge.model_pin,
-                "endpoint": self.judge.endpoint,
-                "override": self.judge.override,
-                "parameters": self.judge.spec.cache_parameters(),
-                "messages": self.prompt.messages,
-                "response_schema_sha256": self._answer_schema[1],
-            }
-        )
+        return {
+            **repeat,
+            **decoding,
+            "rubric": self.rubric.ref,
+            "rubric_sha256": self.rubric.sha256(),
+            "axis": self.axis,
+            "template_sha256": self.prompt.template_sha256,
+            "model": self.judge.model_pin,
+            "endpoint": self.judge.endpoint,
+            "override": self.judge.override,
+            "parameters": self.judge.spec.cache_parameters(),
+            "response_schema_sha256": self._answer_schema[1],
+        }
 
 
 class Ledger(BaseModel):
@@ -272,9 +302,6 @@ class JudgeRunner:
         to their next call.
         """
         results: list[JudgeVerdict | None] = [None] * len(jobs)
-        questions: dict[str, list[int]] = {}
-        for index, job in enumerate(jobs):
-            questions.setdefault(job.key, []).append(index)
 
         def answer(indexes: list[int], verdict: JudgeVerdict) -> None:
             if verdict.unscored_reason is not None:  # counted per job, like cache hits
@@ -285,7 +312,21 @@ class JudgeRunner:
                 if self.on_done is not None:
                     self.on_done()
 
+        def hit(indexes: list[int], cached: JudgeVerdict) -> None:
+            self.ledger.cache_hits += len(indexes)
+            cached.provenance.cache_hit = True
+            cached.provenance.attempts = 0
+            answer(indexes, cached)
+
+        def fingerprints(indexes: list[int]) -> list[str]:
+            return list(dict.fromkeys(fp for index in indexes if (fp := jobs[index].fingerprint) is not None))
+
+        questions: dict[str, list[int]] = {}
+        for index in self._by_fingerprint(jobs, hit):  # rendered only when the memo cannot answer
+            questions.setdefault(jobs[index].key, []).append(index)
+
         open_questions: list[tuple[str, list[int]]] = []
+        remember: list[tuple[str, str]] = []  # (fingerprint, key) of hits the memo did not know yet
         cached_verdicts = self._cached([(key, jobs[indexes[0]].axis) for key, indexes in questions.items()])
         for key, indexes in questions.items():
             cached = cached_verdicts.get(key)
@@ -296,18 +337,22 @@ class JudgeRunner:
             if cached is None:
                 open_questions.append((key, indexes))
                 continue
-            self.ledger.cache_hits += len(indexes)
-            cached.provenance.cache_hit = True
-            cached.provenance.attempts = 0
-            answer(indexes, cached)
+            remember += [(fp, key) for fp in fingerprints(indexes)]
+            hit(indexes, cached)
+        # A read-only cache (a checkout that cannot be written) serves its hits and stores nothing.
+        writable = self.cache is not None and self.cache.writable
         if not open_questions:
+            if remember and writable:
+                with CacheWriter(self.cache) as memo:
+                    memo.remember(remember)
             return [r for r in results if r is not None]
         if not self._prepared:
             self.backend.prepare()  # imports (seconds) now, not inside the first timed call
             self._prepared = True
 
-        # A read-only cache (a checkout that cannot be written) serves its hits and stores nothing.
-        writer = CacheWriter(self.cache) if self.cache is not None and self.cache.writable else None
+        writer = CacheWriter(self.cache) if writable else None
+        if writer is not None and remember:
+            writer.remember(remember)
         calls = asyncio.Semaphore(self.concurrency)  # questions being asked
         unstored = asyncio.Semaphore(self.concurrency)  # verdicts handed to the writer, not yet committed
         storing: set[asyncio.Future[None]] = set()
@@ -337,7 +382,7 @@ class JudgeRunner:
                 if unstored.locked():
                     writer.flush()  # every slot waits on the writer: commit now, not at the window's end
                 await unstored.acquire()
-                future = writer.put(key, verdict)
+                future = writer.put(key, verdict, fingerprints(indexes))
                 storing.add(future)
                 future.add_done_callback(partial(committed, indexes, verdict))
             finally:
@@ -365,6 +410,41 @@ class JudgeRunner:
         if failures:
             raise failures[0]
         return [r for r in results if r is not None]
+
+    def _by_fingerprint(self, jobs: list[JudgeJob], hit: Callable[[list[int], JudgeVerdict], None]) -> list[int]:
+        """Answer (``hit``) the jobs whose fingerprint the store's memo names a stored verdict for,
+        without rendering their prompts; the indexes of the others, in order. A verdict found
+        this way is checked as any cached one is; one that is refused, or missing, leaves its
+        jobs to be rendered and looked up by their own key (where a refusal is counted once)."""
+        if self.cache is None:
+            return list(range(len(jobs)))
+        groups: dict[str, list[int]] = {}
+        rest: list[int] = []
+        for index, job in enumerate(jobs):
+            if (fingerprint := job.fingerprint) is None:
+                rest.append(index)
+            else:
+                groups.setdefault(fingerprint, []).append(index)
+        if not groups:
+            return rest
+        refused = getattr(self.cache, "refused", [])
+        before = len(refused)
+        keys = self.cache.keys_for(list(groups))
+        for _, reason in refused[before:]:  # fingerprint entries: read here only
+            self._count_refused(reason)
+        # Not counted here: a verdict entry refused now is read again by its key below, and
+        # counted there, once.
+        found = self.cache.get_many([(key, jobs[groups[fp][0]].axis) for fp, key in keys.items()]) if keys else {}
+        for fingerprint, indexes in groups.items():
+            key = keys.get(fingerprint)
+            cached = found.get(key) if key is not None else None
+            if cached is None or self._foreign(cached, jobs[indexes[0]]) is not None:
+                rest.extend(indexes)
+                continue
+            for index in indexes:
+                jobs[index].known_key = key
+            hit(indexes, cached)
+        return sorted(rest)
 
     def _cached(self, wanted: list[tuple[str, str]]) -> dict[str, JudgeVerdict]:
         """What the store (then the memo) already holds for these questions, read in one go."""

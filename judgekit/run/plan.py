@@ -203,6 +203,7 @@ class Planner:
         result.source = f"{file}:{item.line}"  # compares across machines
         index = len(plan.items)
         plan.items.append(result)
+        line_sha256: str | None = None
         for axis in judged_axes(rubric):
             if axis.name in result.axes and result.axes[axis.name].status == "error":
                 continue  # bad input already recorded; nothing to judge
@@ -213,9 +214,17 @@ class Planner:
             except InputError as exc:  # the prompt shows a world that cannot be read
                 result.axes[axis.name] = axis.error(str(exc))
                 continue
+            # A prompt that shows no world is a function of the trajectory's line (and of the
+            # rubric, the judge and the code, which the fingerprint covers): the line names it.
+            if not axis.prompt_reads_world and line_sha256 is None:
+                line_sha256 = item.line_sha256
             for repeat in range(self.repeats):
-                job = JudgeJob(rubric, axis.name, prompt, target, repeat)
-                job.key  # computed here, once: hashing is planning's work, and the key travels with the job
+                job = JudgeJob(rubric, axis.name, prompt, target, repeat,
+                               inputs_sha256=None if axis.prompt_reads_world else line_sha256)
+                # Hashing is planning's work, and it travels with the job: the fingerprint, which
+                # the store's memo may answer without rendering, or else the key itself.
+                if job.fingerprint is None:
+                    job.key
                 plan.judgements.append(PlannedJudgement(index, axis.name, repeat, job))
 
 

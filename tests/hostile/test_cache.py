@@ -419,7 +419,7 @@ def test_a_tampered_row(case, server, mutate, refused, calls, t0, entries, forei
     assert stats.exit_code == 0, stats.output
     assert json.loads(stats.stdout) | {"bytes": 0} == {
         "directory": str(case.cache), "exists": True, "writable": True, "entries": entries,
-        "foreign_entries": foreign, "bytes": 0}
+        "fingerprints": 2, "foreign_entries": foreign, "bytes": 0}
 
     run = Run(case.project, server)
     assert run.exit_code == 0, run.result.output
@@ -757,6 +757,7 @@ READ_ONLY = [
 
 @pytest.mark.parametrize(("mutate", "calls", "hits", "warnings"), READ_ONLY)
 def test_a_read_only_cache_serves_its_hits_and_stores_nothing(case, server, mutate, calls, hits, warnings):
+    # Its fingerprint entries answer too (the hits), and none is learnt (the bytes stay).
     if mutate is not None:
         mutate(case)
     frozen = {p.name: p.read_bytes() for p in case.cache.iterdir()}
@@ -779,7 +780,8 @@ def test_a_read_only_cache_serves_its_hits_and_stores_nothing(case, server, muta
     assert {r["trajectory_id"]: r["axes"]["faithfulness"]["score"] for r in record["results"]} == {"t0": 1.0, "t1": 1.0}
     assert record["ledger"]["cache_read_only"] is True
     assert stats["exit"] == 0 and json.loads(stats["stdout"]) | {"bytes": 0} == {
-        "directory": str(case.cache), "exists": True, "writable": False, "entries": 2, "foreign_entries": 0, "bytes": 0}
+        "directory": str(case.cache), "exists": True, "writable": False, "entries": 2, "fingerprints": 2,
+        "foreign_entries": 0, "bytes": 0}
     read_only_error = f"judgekit: error: {case.cache}: the verdict cache cannot be written here (read-only)\n"
     assert (prune["exit"], prune["stderr"]) == (2, read_only_error)
     assert (clear["exit"], clear["stderr"]) == (2, read_only_error)
@@ -809,7 +811,7 @@ def test_stats_on_an_empty_folder_creates_no_database(tmp_path):
     result = judgekit("cache", "stats", "--cache-dir", folder)
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"directory": str(folder), "exists": True, "writable": True,
-                                         "entries": 0, "foreign_entries": 0, "bytes": 0}
+                                         "entries": 0, "fingerprints": 0, "foreign_entries": 0, "bytes": 0}
     assert list(folder.iterdir()) == []
 
 

@@ -1,0 +1,242 @@
+"""A rerun finds its verdicts by the fingerprint of each question's inputs, rendering nothing.
+
+``JudgeJob.fingerprint`` names a question whose prompt shows no world by what it is rendered
+from (the trajectory's line, the rubric, the judge, judgekit's code); the cache keeps
+fingerprint -> key beside the verdicts. These tests run the example suite against the scripted
+judge on 127.0.0.1 and count the prompts rendered (the renderer itself is counted, not mocked).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
+
+import json
+import pickle
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit import prompt as prompt_module
+from judgekit.cache import FINGERPRINT_PREFIX, VerdictCache
+from judgekit.cli import main as cli_main
+from judgekit.run import plan_run
+from judgekit.run import judging
+from judgekit.suite import load_suite
+from judgekit.testing import ScriptedOpenAIServer
+from test_judge_runner import example_suite, faithfulness, run_suite, scripted_judge, verdict_content
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer(scripted_judge) as srv:
+        yield srv
+
+
+@pytest.fixture
+def renders(monkeypatch):
+    """The number of prompts rendered so far (by axis), counted inside the renderer."""
+    counted: dict[str, int] = {}
+    real = prompt_module._Render.__call__
+
+    def counting(self):
+        counted[self.axis] = counted.get(self.axis, 0) + 1
+        return real(self)
+
+    monkeypatch.setattr(prompt_module._Render, "__call__", counting)
+    return counted
+
+
+def rows(cache: Path) -> dict[str, str]:
+    with sqlite3.connect(cache / "cache.db") as conn:
+        return dict(conn.execute("SELECT key, value FROM Cache"))
+
+
+def fingerprint_rows(cache: Path) -> dict[str, dict]:
+    return {key: json.loads(value) for key, value in rows(cache).items() if key.startswith(FINGERPRINT_PREFIX)}
+
+
+def set_value(cache: Path, key: str, value: str) -> None:
+    with sqlite3.connect(cache / "cache.db") as conn:
+        conn.execute("UPDATE Cache SET value = ? WHERE key = ?", (value, key))
+
+
+def test_a_rerun_is_answered_by_fingerprint_without_rendering_a_prompt(tmp_path, server, renders):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, ledger1 = run_suite(suite, cache, server)
+    assert renders.get("faithfulness", 0) == len(first)  # each question rendered once, to be asked
+    memo = fingerprint_rows(cache)
+    keys = {a.judge.cache_key for a in faithfulness(first).values()}
+    assert {entry["key"] for entry in memo.values()} == keys  # every fingerprint names its verdict's key
+    assert all(name == FINGERPRINT_PREFIX + entry["fingerprint"] for name, entry in memo.items())
+
+    renders.clear()
+    before = server.request_count
+    second, ledger2 = run_suite(suite, cache, server)
+    assert renders.get("faithfulness", 0) == 0
+    assert server.request_count == before and ledger2.calls == 0
+    assert ledger2.cache_hits == len(second) and ledger2.cache_refused == {}
+    one, two = faithfulness(first), faithfulness(second)
+    assert list(one) == list(two)
+    for tid in one:
+        assert verdict_content(two[tid]) == verdict_content(one[tid]), tid
+        assert two[tid].judge.cache_key == one[tid].judge.cache_key and two[tid].judge.cache_hit
+    assert len({json.dumps(verdict_content(a)) for a in one.values()}) > 2  # the answers differ
+
+
+def test_a_cache_without_the_memo_renders_once_then_learns_it(tmp_path, server, renders):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    with sqlite3.connect(cache / "cache.db") as conn:  # as a cache written before the memo was
+        conn.execute("DELETE FROM Cache WHERE key LIKE 'fingerprint:%'")
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and renders["faithfulness"] == len(second)
+    assert len(fingerprint_rows(cache)) == len(second)  # one per line (two lines ask the same question)
+    renders.clear()
+    third, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and renders.get("faithfulness", 0) == 0
+    assert [verdict_content(a) for a in faithfulness(third).values()] == [
+        verdict_content(a) for a in faithfulness(first).values()]
+
+
+def test_a_changed_line_is_rendered_and_asked_and_the_others_are_not(tmp_path, server, renders):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    lines = (suite.parent / "trajectories.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["output"] += " (And one more thing.)"
+    lines[0] = json.dumps(record)
+    (suite.parent / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert renders["faithfulness"] == 1 and ledger.calls == 1
+    changed = faithfulness(second)[record["id"]]
+    assert changed.judge.cache_key != faithfulness(first)[record["id"]].judge.cache_key
+    assert not changed.judge.cache_hit
+
+
+def test_the_same_line_reformatted_is_rendered_and_finds_its_verdict_by_key(tmp_path, server, renders):
+    # Another line (spaces) is another fingerprint, but the same prompt: one render, no call.
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    run_suite(suite, cache, server)
+    path = suite.parent / "trajectories.jsonl"
+    path.write_text("".join(json.dumps(json.loads(line), indent=None, separators=(", ", ":  ")) + "\n"
+                            for line in path.read_text().splitlines() if line.strip()))
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and renders["faithfulness"] == len(second)
+
+
+def test_other_code_has_other_fingerprints(tmp_path, server, renders, monkeypatch):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    before = set(fingerprint_rows(cache))
+    monkeypatch.setattr(judging, "code_sha256", lambda: "0" * 64)  # judgekit's files changed
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and renders["faithfulness"] == len(second)  # the keys did not change
+    assert set(fingerprint_rows(cache)) - before  # the new code's fingerprints were learnt
+
+
+def test_without_a_code_digest_there_is_no_memo(tmp_path, server, renders, monkeypatch):
+    monkeypatch.setattr(judging, "code_sha256", lambda: None)  # installed where files cannot be read
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    run_suite(suite, cache, server)
+    assert fingerprint_rows(cache) == {}
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and renders["faithfulness"] == len(second)
+
+
+def test_a_fingerprint_entry_moved_to_another_fingerprint_is_refused(tmp_path, server, renders):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    memo = fingerprint_rows(cache)
+    (a, entry_a), (b, entry_b) = list(memo.items())[:2]
+    set_value(cache, a, json.dumps(entry_b, separators=(",", ":")))  # b's entry copied under a
+    renders.clear()
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0
+    assert ledger.cache_refused == {"it is bound to another fingerprint": 1}
+    assert renders["faithfulness"] == sum(1 for r in first if r.axes["faithfulness"].judge.cache_key == entry_a["key"])
+    assert [verdict_content(x) for x in faithfulness(second).values()] == [
+        verdict_content(x) for x in faithfulness(first).values()]
+    assert fingerprint_rows(cache)[a] == entry_a  # learnt again, right
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param('{"cache_format":2,"fingerprint":"FP","key":"not-a-key"}', id="key_not_a_cache_key"),
+    pytest.param('{"cache_format":2,"fingerprint":"FP","key":"KEY","more":1}', id="extra_field"),
+    pytest.param('{"cache_format":2,"fingerprint":"FP","key":"KEY","key":"KEY"}', id="duplicate_key"),
+    pytest.param('{"cache_format":1,"fingerprint":"FP","key":"KEY"}', id="old_format"),
+    pytest.param("[]", id="a_list"),
+])
+def test_a_fingerprint_entry_that_does_not_check_out_is_refused_and_rendered_around(tmp_path, server, renders, value):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    name, entry = next(iter(fingerprint_rows(cache).items()))
+    set_value(cache, name, value.replace("FP", entry["fingerprint"]).replace("KEY", entry["key"]))
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and sum(ledger.cache_refused.values()) == 1
+    assert [verdict_content(x) for x in faithfulness(second).values()] == [
+        verdict_content(x) for x in faithfulness(first).values()]
+
+
+def test_a_fingerprint_whose_verdict_is_gone_is_asked_under_its_rendered_key(tmp_path, server, renders):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    key = next(iter(faithfulness(first).values())).judge.cache_key
+    with sqlite3.connect(cache / "cache.db") as conn:
+        conn.execute("DELETE FROM Cache WHERE key = ?", (key,))
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 1 and ledger.cache_refused == {}
+    assert {a.judge.cache_key for a in faithfulness(second).values()} == {
+        a.judge.cache_key for a in faithfulness(first).values()}
+
+
+def test_prune_and_stats_know_the_memo(tmp_path, server):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    verdicts = len({a.judge.cache_key for a in faithfulness(first).values()})
+    assert verdicts < len(first)  # two lines ask the same question: one verdict, two fingerprints
+    cli = CliRunner()
+    stats = json.loads(cli.invoke(cli_main, ["cache", "stats", "--cache-dir", str(cache)]).stdout)
+    assert (stats["entries"], stats["fingerprints"]) == (verdicts, len(first))
+    keys = [a.judge.cache_key for a in faithfulness(first).values()]
+    key = next(k for k in keys if keys.count(k) == 1)
+    with sqlite3.connect(cache / "cache.db") as conn:
+        conn.execute("DELETE FROM Cache WHERE key = ?", (key,))
+    pruned = cli.invoke(cli_main, ["cache", "prune", "--cache-dir", str(cache), "--older-than-days", "3650"])
+    assert pruned.stdout == "removed 0 verdict(s)\n"  # the dangling fingerprint went with it
+    assert key not in {entry["key"] for entry in fingerprint_rows(cache).values()}
+    assert len(fingerprint_rows(cache)) == len(first) - 1
+    cleared = cli.invoke(cli_main, ["cache", "clear", "--cache-dir", str(cache)])
+    assert cleared.stdout == f"removed {verdicts - 1} verdict(s)\n" and rows(cache) == {}
+
+
+def test_only_a_prompt_that_shows_no_world_has_a_fingerprint_and_a_plan_pickles_unrendered(tmp_path, renders):
+    suite = example_suite(tmp_path / "suite", rubric_update={"task_success.judge": True})
+    plan = plan_run(load_suite(suite))
+    by_axis: dict[str, list] = {}
+    for judgement in plan.judgements:
+        by_axis.setdefault(judgement.axis, []).append(judgement.job)
+    assert by_axis["faithfulness"] and by_axis["task_success"]
+    assert all(job.fingerprint is not None and not job.prompt.rendered for job in by_axis["faithfulness"])
+    for job in by_axis["task_success"]:  # it shows the end-state diff: named by its key, from planning on
+        assert job.fingerprint is None and job.prompt.rendered
+    copy = pickle.loads(pickle.dumps(plan))
+    original = by_axis["faithfulness"][0]
+    again = next(j.job for j in copy.judgements if j.axis == "faithfulness")
+    assert again.fingerprint == original.fingerprint and not again.prompt.rendered
+    assert again.key == original.key and again.prompt.messages == original.prompt.messages
+
+
+def test_the_memo_writes_through_the_store_api(tmp_path):
+    with VerdictCache(tmp_path / "cache") as store:
+        store.put_keys([("f" * 64, "a" * 64)])
+        assert store.keys_for(["f" * 64, "e" * 64]) == {"f" * 64: "a" * 64}
+        assert store.stats()["fingerprints"] == 1 and store.stats()["entries"] == 0
