@@ -3,6 +3,7 @@ deterministic work of the same run.
 
     python benchmarks/bench_cached_rerun.py [--trajectories 4000] [--rounds 5] [--no-profile]
                                             [--profile-lines 25] [--workdir DIR] [--keep]
+                                            [--context-chars N] [--rendered]
 
 The suite of ``bench_run_judged.py`` (small unique trajectories; tool correctness scored here,
 faithfulness asked of ``openai/judge-2024-08-06`` at a ``judgekit.testing.ScriptedOpenAIServer``
@@ -23,6 +24,12 @@ that answers with valid answers), at 4,000 trajectories:
    inside the subprocess, per round; the median over rounds is the figure and the verdict
    (target >= 5,000 verdicts/s). The same from CPU time (``process_time``, all threads) is
    printed beside it: on a shared machine it moves less than wall time;
+``--context-chars N`` gives each trajectory a context text of about N characters (long
+prompts, as real runs have). ``--rendered`` adds a third side to every round: the cached rerun
+on a copy of the cache without its fingerprint entries, so that every prompt is rendered and
+hashed to find its key, as before the memo (the copy is made before the timing starts, fresh
+each round, since that run learns the fingerprints again).
+
 5. the cached rerun is profiled once, and the deterministic run once the same way (cProfile in
    every thread: ``run_suite`` plans windows on a worker thread via ``asyncio.to_thread``):
    the cached rerun's top ``--profile-lines`` by cumulative and by own time, then the functions
@@ -139,6 +146,18 @@ def timed(mode: str, suite: Path, cache: Path, expected: int, *, profile: Path |
     return report
 
 
+def without_fingerprints(cache: Path, copy: Path) -> Path:
+    """A fresh copy of ``cache`` without its fingerprint entries: a rerun on it renders every prompt."""
+    import sqlite3
+
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(cache, copy)
+    with sqlite3.connect(copy / "cache.db") as conn:
+        conn.execute("DELETE FROM Cache WHERE key LIKE 'fingerprint:%'")
+    conn.close()
+    return copy
+
+
 def _where(key: tuple[str, int, str]) -> str:
     filename, line, name = key
     if filename == "~":
@@ -180,6 +199,9 @@ def main() -> int:
     parser.add_argument("--profile-lines", type=int, default=25)
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new one in TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--context-chars", type=int, default=0, help="a context text of about N characters per trajectory")
+    parser.add_argument("--rendered", action="store_true",
+                        help="also time the rerun on a copy of the cache without its fingerprint entries")
     args = parser.parse_args()
     count = args.trajectories
     if args.rounds < 1:
@@ -192,7 +214,7 @@ def main() -> int:
         stop = threading.Event()
         with ScriptedOpenAIServer(judge) as server:
             judge.forget_requests(server, stop)
-            suite, deterministic = write_suites(work / "suite", count, server.base_url)
+            suite, deterministic = write_suites(work / "suite", count, server.base_url, context_chars=args.context_chars)
             started = time.monotonic()
             command = [*judgekit_command(), "run", str(suite), "--format", "jsonl", "--cache-dir", str(cache)]
             first = subprocess.run(command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -207,12 +229,21 @@ def main() -> int:
         print(f"first run (fills the cache): {count:,} calls in {time.monotonic() - started:.1f} s; "
               f"server at {url} now stopped", flush=True)
 
-        cached_s, deterministic_s, rates, cpu_rates = [], [], [], []
+        cached_s, deterministic_s, rates, cpu_rates, rendered_rates = [], [], [], [], []
+        sides = ("cached", "deterministic", "rendered") if args.rendered else ("cached", "deterministic")
         for round_no in range(args.rounds):
-            order = ("cached", "deterministic") if round_no % 2 == 0 else ("deterministic", "cached")
+            order = sides if round_no % 2 == 0 else sides[::-1]
             got = {}
             for mode in order:
-                got[mode] = timed(mode, suite if mode == "cached" else deterministic, cache, count)
+                if mode == "rendered":
+                    got[mode] = timed("cached", suite, without_fingerprints(cache, work / "cache-rendered"), count)
+                else:
+                    got[mode] = timed(mode, suite if mode == "cached" else deterministic, cache, count)
+            if args.rendered:
+                beyond_rendered = got["rendered"]["wall_s"] - got["deterministic"]["wall_s"]
+                rendered_rates.append(count / beyond_rendered if beyond_rendered > 0 else float("inf"))
+                print(f"round {round_no + 1}: rendered rerun (no fingerprints) {got['rendered']['wall_s']:.3f} s -> "
+                      f"{rendered_rates[-1]:,.0f} verdicts/s beyond the deterministic work", flush=True)
             c, d = got["cached"]["wall_s"], got["deterministic"]["wall_s"]
             cached_s.append(c)
             deterministic_s.append(d)
@@ -238,6 +269,12 @@ def main() -> int:
         print(f"by CPU time (process_time, all threads; steadier on a shared machine): per-round rates "
               f"{', '.join(f'{r:,.0f}' for r in cpu_rates)}; median {statistics.median(cpu_rates):,.0f} verdicts/s "
               f"per CPU-second beyond the deterministic work")
+
+        if args.rendered:
+            paired = [r / x for r, x in zip(rates, rendered_rates)]
+            print(f"with fingerprints / rendered: {statistics.median(paired):.2f}x the verdicts/s (paired median; "
+                  f"rounds {', '.join(f'{x:.2f}' for x in paired)}); rendered median "
+                  f"{statistics.median(rendered_rates):,.0f} verdicts/s")
 
         if not args.no_profile:
             profile, baseline = work / "profile-cached.txt", work / "profile-deterministic.txt"

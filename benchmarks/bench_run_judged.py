@@ -59,11 +59,17 @@ CARRIERS = ("DHL", "UPS", "FedEx", "La Poste", "Royal Mail")
 # --- the suite -----------------------------------------------------------------------------------
 
 
-def trajectory(i: int) -> dict[str, Any]:
+POLICY_WORDS = ("refund", "order", "carrier", "within", "days", "the", "customer", "may", "request", "a",
+                "replacement", "unless", "shipped", "label", "policy", "applies", "to", "all", "items")
+
+
+def trajectory(i: int, context_chars: int = 0) -> dict[str, Any]:
+    """One order-status run; ``context_chars``: also a policy text of about that length in its
+    context (a long prompt, as real runs have: the faithfulness judge is shown the context)."""
     order = f"ord-{i:07d}"
     carrier = CARRIERS[i % len(CARRIERS)]
     eta = f"2026-12-{1 + i % 28:02d}"
-    return {
+    record = {
         "id": f"order-{i:07d}",
         "prompt": f"Where is my order {order}? I placed it last week.",
         "calls": [{"tool": "get_order", "args": {"order_id": order},
@@ -72,6 +78,14 @@ def trajectory(i: int) -> dict[str, Any]:
         "output": f"Your order {order} has shipped with {carrier} and should arrive on {eta}.",
         "metadata": {"bench": "judged"},
     }
+    if context_chars:
+        words, size, n = [], 0, i
+        while size < context_chars:
+            n = (n * 1103515245 + 12345) % 2**31  # the same text for the same i, different for another
+            words.append(POLICY_WORDS[n % len(POLICY_WORDS)])
+            size += len(words[-1]) + 1
+        record["context"] = {"policy": " ".join(words)}
+    return record
 
 
 def rubric(rubric_id: str, *, faithfulness: bool) -> dict[str, Any]:
@@ -93,7 +107,7 @@ def rubric(rubric_id: str, *, faithfulness: bool) -> dict[str, Any]:
 
 
 def write_suites(folder: Path, trajectories: int, api_base: str, *,
-                 concurrency: int | None = None) -> tuple[Path, Path]:
+                 concurrency: int | None = None, context_chars: int = 0) -> tuple[Path, Path]:
     """``folder/suite.yaml`` (tool correctness + faithfulness, judged at ``api_base``) and
     ``folder/suite-deterministic.yaml`` (the same trajectories, tool correctness only).
     The trajectories are written one at a time. (judged suite, deterministic suite)."""
@@ -101,7 +115,8 @@ def write_suites(folder: Path, trajectories: int, api_base: str, *,
 
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "trajectories.jsonl", "w", encoding="utf-8", buffering=4 * MB) as out:
-        out.writelines(json.dumps(trajectory(i), separators=(",", ":")) + "\n" for i in range(trajectories))
+        out.writelines(json.dumps(trajectory(i, context_chars), separators=(",", ":")) + "\n"
+                       for i in range(trajectories))
     (folder / "rubric-judged.yaml").write_text(yaml.safe_dump(rubric("bench-orders", faithfulness=True),
                                                               sort_keys=False), encoding="utf-8")
     (folder / "rubric-deterministic.yaml").write_text(
