@@ -154,7 +154,7 @@ def test_hex_text_that_looks_like_exponents_costs_one_pass():
 
 @pytest.mark.parametrize(("raw", "why"), [
     pytest.param(b'"\xed\xa0\x80"', "not UTF-8 text", id="a_surrogate_encoded_in_utf8"),
-    pytest.param('{"a": 1}'.encode("utf-16-le"), "", id="utf16"),
+    pytest.param('{"a": 1}'.encode("utf-16-le"), None, id="utf16"),
     pytest.param(b"\xef\xbb\xbf[1]", "BOM", id="byte_order_mark"),
 ])
 def test_bytes_are_read_as_utf8_text_like_a_file(raw, why):

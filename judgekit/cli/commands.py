@@ -374,7 +374,8 @@ _cache_dir_option = click.option(
 @_cache_dir_option
 @handle_errors
 def cache_stats(cache_dir: Path) -> None:
-    """Entries and size on disk (a folder that does not exist is reported, not created)."""
+    """Verdicts (entries), fingerprints (the rerun memo) and size on disk (a folder that does
+    not exist is reported, not created)."""
     from judgekit.cache import cache_stats as stats
 
     say_json(json.dumps(stats(cache_dir), indent=2))
@@ -384,7 +385,7 @@ def cache_stats(cache_dir: Path) -> None:
 @_cache_dir_option
 @handle_errors
 def cache_clear(cache_dir: Path) -> None:
-    """Remove every cached verdict; a cache that cannot be read loses its database files."""
+    """Remove every cached verdict and fingerprint; a cache that cannot be read loses its database files."""
     from judgekit._cache_files import clear_unreadable
     from judgekit.cache import VerdictCache
     from judgekit.errors import InputError
@@ -414,7 +415,8 @@ def cache_clear(cache_dir: Path) -> None:
 @click.option("--older-than-days", type=click.FloatRange(0), required=True, help="Remove verdicts older than this.")
 @handle_errors
 def cache_prune(cache_dir: Path, older_than_days: float) -> None:
-    """Remove old verdicts, and entries judgekit refuses to read (another format, tampered)."""
+    """Remove old verdicts, entries judgekit refuses to read (another format, tampered) and
+    fingerprints whose verdict is gone."""
     from judgekit.cache import VerdictCache
 
     if not cache_dir.exists():
