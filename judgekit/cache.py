@@ -93,7 +93,11 @@ def cache_key(material: dict[str, Any]) -> str:
 
 class VerdictStore(Protocol):
     """Where validated verdicts are kept between runs, by cache key. ``VerdictCache`` (SQLite
-    through diskcache, on this machine) is one; a shared service could be another."""
+    through diskcache, on this machine) is one; a shared service could be another.
+
+    A store may also keep the rerun memo, as ``VerdictCache`` does: ``keys_for(fingerprints)
+    -> {fingerprint: key}`` and ``put_keys([(fingerprint, key)])``. Without them a rerun
+    renders its prompts to find its keys, and is answered all the same."""
 
     writable: bool
 
@@ -103,15 +107,6 @@ class VerdictStore(Protocol):
 
     def put_many(self, items: Sequence[tuple[str, JudgeVerdict]]) -> None:
         """Store scored verdicts, all or none."""
-        ...
-
-    def keys_for(self, fingerprints: Sequence[str]) -> dict[str, str]:
-        """The cache keys the memo holds for these question fingerprints ({} for a store
-        without a memo)."""
-        ...
-
-    def put_keys(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Remember (fingerprint, key) pairs (a store without a memo stores nothing)."""
         ...
 
     def report(self) -> dict[str, Any]:
@@ -295,8 +290,9 @@ class VerdictCache:
                     envelope = json.dumps({"cache_format": CACHE_FORMAT_VERSION, "fingerprint": fingerprint, "key": key},
                                           separators=(",", ":"))
                     self._writer().set(FINGERPRINT_PREFIX + fingerprint, envelope)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"cannot store fingerprints in the verdict cache ({exc})", self.directory) from None
+        except (sqlite3.DatabaseError, diskcache.Timeout) as exc:
+            raise InputError(f"cannot store fingerprints in the verdict cache ({exc or 'locked'})",
+                             self.directory) from None
 
     def _writer(self) -> diskcache.Cache:
         if self._cache is None:
@@ -356,13 +352,16 @@ class VerdictCache:
         rows = "SELECT rowid, key, raw, mode, filename, CASE WHEN length(value) <= ? THEN value END FROM Cache"
         try:
             for rowid, key, raw, mode, filename, value in self._reader.execute(rows, (MAX_ENTRY_BYTES,)):
+                if raw and type(key) is str and key.startswith(FINGERPRINT_PREFIX):
+                    try:
+                        memo.append((rowid, _decode_key(key.removeprefix(FINGERPRINT_PREFIX),
+                                                        stored_text(mode, filename, value))))
+                    except RefusedEntry:
+                        memo.append((rowid, ""))  # names no verdict: goes
+                    continue
                 try:
                     if not raw or type(key) is not str:
                         raise RefusedEntry("its key is not stored as text")
-                    if key.startswith(FINGERPRINT_PREFIX):
-                        memo.append((rowid, _decode_key(key.removeprefix(FINGERPRINT_PREFIX),
-                                                        stored_text(mode, filename, value))))
-                        continue
                     verdict = self._decode(key, stored_text(mode, filename, value), None)
                 except RefusedEntry:
                     stale.append(rowid)
@@ -519,11 +518,14 @@ class CacheWriter:
         except BaseException as exc:  # noqa: BLE001 - handed to every coroutine waiting on it
             error = exc
         pairs = [(fingerprint, key) for key, _, fingerprints, _ in writes for fingerprint in fingerprints]
-        if error is None and pairs:
+        put_keys = getattr(self.cache, "put_keys", None)  # a store without a memo keeps none
+        if error is None and pairs and put_keys is not None:
+            # Best effort: a memo the store cannot take (locked, full, broken) makes the next
+            # rerun render its prompts, nothing worse; the verdicts are committed already.
             try:
-                self.cache.put_keys(pairs)
-            except InputError:
-                pass  # a memo the store cannot take makes the next rerun render its prompts, nothing worse
+                put_keys(pairs)
+            except Exception:  # noqa: BLE001
+                pass
         futures = [future for _, _, _, future in writes if future is not None]
         if not futures:
             return

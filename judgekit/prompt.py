@@ -102,7 +102,7 @@ class Prompt:
     ``build_prompt`` makes one whose messages are rendered on first use: a question the cache
     answers by its inputs' fingerprint (``judgekit.run.judging.JudgeJob.fingerprint``) is never
     rendered. What the messages will be is fixed when the prompt is made; rendering only writes
-    them out. Pickles with what it renders from (or what it rendered).
+    them out. It is rendered when pickled (see ``__getstate__``).
     """
 
     def __init__(self, axis: str, messages: list[dict[str, str]] | None = None, template_sha256: str = "",
@@ -136,6 +136,13 @@ class Prompt:
 
     def __repr__(self) -> str:
         return f"Prompt(axis={self.axis!r}, template_sha256={self.template_sha256[:12]!r}, rendered={self.rendered})"
+
+    def __getstate__(self) -> dict:
+        # Rendered before it travels: what a plan asks is fixed by the code that planned it, so
+        # a process running other code (another template, another renderer) asks the same
+        # question under the same key, and learns no fingerprint for messages it did not plan.
+        self.messages  # noqa: B018 - renders
+        return self.__dict__.copy()
 
 
 def data_block(name: str, items: list[tuple[str, str]], nonce: str) -> str:

@@ -214,6 +214,10 @@ def test_prune_and_stats_know_the_memo(tmp_path, server):
     assert pruned.stdout == "removed 0 verdict(s)\n"  # the dangling fingerprint went with it
     assert key not in {entry["key"] for entry in fingerprint_rows(cache).values()}
     assert len(fingerprint_rows(cache)) == len(first) - 1
+    name = next(iter(fingerprint_rows(cache)))
+    set_value(cache, name, "[]")  # a fingerprint entry that does not check out goes, and is no verdict
+    pruned = cli.invoke(cli_main, ["cache", "prune", "--cache-dir", str(cache), "--older-than-days", "3650"])
+    assert pruned.stdout == "removed 0 verdict(s)\n" and len(fingerprint_rows(cache)) == len(first) - 2
     cleared = cli.invoke(cli_main, ["cache", "clear", "--cache-dir", str(cache)])
     assert cleared.stdout == f"removed {verdicts - 1} verdict(s)\n" and rows(cache) == {}
 
@@ -228,11 +232,83 @@ def test_only_a_prompt_that_shows_no_world_has_a_fingerprint_and_a_plan_pickles_
     assert all(job.fingerprint is not None and not job.prompt.rendered for job in by_axis["faithfulness"])
     for job in by_axis["task_success"]:  # it shows the end-state diff: named by its key, from planning on
         assert job.fingerprint is None and job.prompt.rendered
-    copy = pickle.loads(pickle.dumps(plan))
     original = by_axis["faithfulness"][0]
+    fingerprint = original.fingerprint
+    renders.clear()
+    copy = pickle.loads(pickle.dumps(plan))
+    # A plan travels with its prompts rendered: another process, running other code (another
+    # template), asks exactly what this code planned, and learns no fingerprint for other messages.
+    assert renders["faithfulness"] == len(by_axis["faithfulness"]) and original.prompt.rendered
     again = next(j.job for j in copy.judgements if j.axis == "faithfulness")
-    assert again.fingerprint == original.fingerprint and not again.prompt.rendered
+    assert again.prompt.rendered and again.fingerprint == fingerprint
     assert again.key == original.key and again.prompt.messages == original.prompt.messages
+
+
+def test_a_plan_pickled_here_and_asked_under_other_templates_asks_what_was_planned(tmp_path, monkeypatch):
+    suite = example_suite(tmp_path / "suite")
+    plan = plan_run(load_suite(suite))
+    shipped = pickle.dumps(plan)
+    # "Other code": the executing process has another faithfulness template.
+    monkeypatch.setattr(prompt_module, "_template", lambda form="full": (
+        {**prompt_module.load_template(prompt_module.TEMPLATES[form])[0], "faithfulness": "Other instructions."},
+        "f" * 64))
+    received = pickle.loads(shipped)
+    jobs = [j.job for j in received.judgements]
+    assert [job.key for job in jobs] == [j.job.key for j in plan.judgements]
+    assert all("Other instructions." not in job.prompt.messages[0]["content"] for job in jobs)
+
+
+class _PlainStore:
+    """A store written to the protocol alone: no memo methods."""
+
+    writable = True
+
+    def __init__(self):
+        self.rows = {}
+
+    def get_many(self, wanted):
+        return {key: self.rows[key].model_copy(deep=True) for key, _ in wanted if key in self.rows}
+
+    def put_many(self, items):
+        self.rows.update(items)
+
+    def report(self):
+        return {"directory": None, "withheld": 0}
+
+    def close(self):
+        pass
+
+
+def test_a_store_without_memo_methods_still_serves_a_rerun(tmp_path, server):
+    import asyncio
+
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.run.judging import JudgeRunner
+    from test_judge_runner import MODEL
+
+    suite = example_suite(tmp_path / "suite")
+    override = JudgeOverride(model=MODEL, api_base=server.base_url)
+    store = _PlainStore()
+    for expected_calls in (None, 0):
+        jobs = [j.job for j in plan_run(load_suite(suite), override=override).judgements]
+        runner = JudgeRunner(cache=store)
+        verdicts = asyncio.run(runner.run(jobs))
+        assert len(verdicts) == len(jobs) and all(v.status == "scored" for v in verdicts)
+        if expected_calls is not None:
+            assert runner.ledger.calls == expected_calls and runner.ledger.cache_hits == len(jobs)
+
+
+def test_a_memo_write_that_fails_loses_nothing_and_hangs_nothing(tmp_path, server, monkeypatch):
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+
+    def broken(self, pairs):
+        raise RuntimeError("the memo table is broken")
+
+    monkeypatch.setattr(VerdictCache, "put_keys", broken)
+    first, ledger = run_suite(suite, cache, server)  # asks every question; each memo write fails
+    assert ledger.calls > 0 and fingerprint_rows(cache) == {}
+    second, ledger = run_suite(suite, cache, server)
+    assert ledger.calls == 0 and ledger.cache_hits == len(second)
 
 
 def test_the_memo_writes_through_the_store_api(tmp_path):

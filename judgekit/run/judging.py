@@ -416,7 +416,8 @@ class JudgeRunner:
         without rendering their prompts; the indexes of the others, in order. A verdict found
         this way is checked as any cached one is; one that is refused, or missing, leaves its
         jobs to be rendered and looked up by their own key (where a refusal is counted once)."""
-        if self.cache is None:
+        keys_for = getattr(self.cache, "keys_for", None)  # a store without a memo answers nothing here
+        if keys_for is None:
             return list(range(len(jobs)))
         groups: dict[str, list[int]] = {}
         rest: list[int] = []
@@ -429,7 +430,7 @@ class JudgeRunner:
             return rest
         refused = getattr(self.cache, "refused", [])
         before = len(refused)
-        keys = self.cache.keys_for(list(groups))
+        keys = keys_for(list(groups))
         for _, reason in refused[before:]:  # fingerprint entries: read here only
             self._count_refused(reason)
         # Not counted here: a verdict entry refused now is read again by its key below, and
