@@ -13,11 +13,18 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 @lru_cache(maxsize=1)
 def code_sha256() -> str | None:
-    """sha256 of judgekit's own source files and prompt templates, or None where they cannot
-    be read: what a memo of the code's own results (a question's fingerprint) holds for. Any
-    change to the code, even one that keeps the version, makes a new digest."""
+    """sha256 of judgekit's own source files and prompt templates, with the versions of what
+    reads and writes its text (Python, pydantic, jiter), or None where the files cannot be read:
+    what a memo of the code's own results (a question's fingerprint) holds for. Any change to
+    the code, even one that keeps the version, makes a new digest."""
+    import platform
+
+    import jiter
+    import pydantic
+
     root = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"python {platform.python_version()} pydantic {pydantic.VERSION} "
+                            f"jiter {jiter.__version__}\0".encode())
     try:
         files = sorted(path for path in root.rglob("*")
                        if path.suffix == ".py" or (path.parent.name == "prompts" and path.suffix == ".txt"))
