@@ -49,7 +49,7 @@ import queue
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -118,16 +118,23 @@ class VerdictStore(Protocol):
         ...
 
 
-def _decode_key(fingerprint: str, text: str) -> str:
-    """The cache key a memo entry stored under ``fingerprint`` names, or RefusedEntry."""
+def _envelope(text: str, fields: set[str], kind: str) -> dict[str, Any]:
+    """A row's JSON envelope with exactly ``fields``, in this cache format, or RefusedEntry."""
     try:
         payload = strict_json_loads(text)
     except ValueError as exc:
         raise RefusedEntry(f"its value is not valid JSON ({exc})") from None
-    if not isinstance(payload, dict) or set(payload) != {"cache_format", "fingerprint", "key"}:
-        raise RefusedEntry("its value is not a judgekit fingerprint entry")
+    if not isinstance(payload, dict) or set(payload) != fields:
+        raise RefusedEntry(f"its value is not a judgekit {kind}")
     if payload["cache_format"] != CACHE_FORMAT_VERSION:
+        # Bounded: the reason is printed and counted, and its value is the entry's own.
         raise RefusedEntry(f"it is in cache format {repr(payload['cache_format'])[:40]}, not {CACHE_FORMAT_VERSION}")
+    return payload
+
+
+def _decode_key(fingerprint: str, text: str) -> str:
+    """The cache key a memo entry stored under ``fingerprint`` names, or RefusedEntry."""
+    payload = _envelope(text, {"cache_format", "fingerprint", "key"}, "fingerprint entry")
     if payload["fingerprint"] != fingerprint:
         raise RefusedEntry("it is bound to another fingerprint (moved or copied between keys)")
     key = payload["key"]
@@ -207,23 +214,13 @@ class VerdictCache:
         are left out (and listed in ``refused``)."""
         axes = dict(wanted)
         found: dict[str, JudgeVerdict] = {}
-        keys = list(axes)
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start:start + _BATCH]
-            rows = self._rows(
-                "SELECT key, mode, filename, CASE WHEN length(value) <= ? THEN value END, length(value) "
-                f"FROM Cache WHERE raw = 1 AND key IN ({','.join('?' * len(batch))})",
-                (MAX_ENTRY_BYTES, *batch),
-            )
-            for key, mode, filename, value, size in rows:
-                if type(key) is not str or key in found:
-                    continue
-                try:
-                    if size is not None and size > MAX_ENTRY_BYTES:
-                        raise RefusedEntry(f"its value is {size} bytes, more than a verdict ever is")
-                    found[key] = self._decode(key, stored_text(mode, filename, value), axes[key])
-                except RefusedEntry as exc:
-                    self.refused.append((key, str(exc)))
+        for key, text in self._stored(list(axes), "a verdict"):
+            if key in found:
+                continue
+            try:
+                found[key] = self._decode(key, text, axes[key])
+            except RefusedEntry as exc:
+                self.refused.append((key, str(exc)))
         return found
 
     def keys_for(self, fingerprints: Sequence[str]) -> dict[str, str]:
@@ -231,6 +228,19 @@ class VerdictCache:
         left out (and listed in ``refused``)."""
         found: dict[str, str] = {}
         names = [FINGERPRINT_PREFIX + fingerprint for fingerprint in dict.fromkeys(fingerprints)]
+        for name, text in self._stored(names, "a fingerprint entry"):
+            if not name.startswith(FINGERPRINT_PREFIX):
+                continue
+            fingerprint = name.removeprefix(FINGERPRINT_PREFIX)
+            try:
+                found[fingerprint] = _decode_key(fingerprint, text)
+            except RefusedEntry as exc:
+                self.refused.append((name, str(exc)))
+        return found
+
+    def _stored(self, names: list[str], what: str) -> Iterator[tuple[str, str]]:
+        """(name, value) of the rows stored under these names, read in batches; a row too large
+        or in another form than judgekit writes is refused here (listed in ``refused``)."""
         for start in range(0, len(names), _BATCH):
             batch = names[start:start + _BATCH]
             rows = self._rows(
@@ -239,30 +249,22 @@ class VerdictCache:
                 (MAX_ENTRY_BYTES, *batch),
             )
             for name, mode, filename, value, size in rows:
-                if type(name) is not str or not name.startswith(FINGERPRINT_PREFIX):
+                if type(name) is not str:
                     continue
-                fingerprint = name.removeprefix(FINGERPRINT_PREFIX)
                 try:
                     if size is not None and size > MAX_ENTRY_BYTES:
-                        raise RefusedEntry(f"its value is {size} bytes, more than a fingerprint entry ever is")
-                    found[fingerprint] = _decode_key(fingerprint, stored_text(mode, filename, value))
+                        raise RefusedEntry(f"its value is {size} bytes, more than {what} ever is")
+                    text = stored_text(mode, filename, value)
                 except RefusedEntry as exc:
                     self.refused.append((name, str(exc)))
-        return found
+                    continue
+                yield name, text
 
     def report(self) -> dict[str, Any]:
         return {"directory": str(self.directory), "withheld": self.withheld}
 
     def _decode(self, key: str, text: str, axis: str | None) -> JudgeVerdict:
-        try:
-            payload = strict_json_loads(text)
-        except ValueError as exc:
-            raise RefusedEntry(f"its value is not valid JSON ({exc})") from None
-        if not isinstance(payload, dict) or set(payload) != {"cache_format", "key", "verdict"}:
-            raise RefusedEntry("its value is not a judgekit cache entry")
-        if payload["cache_format"] != CACHE_FORMAT_VERSION:
-            # Bounded: the reason is printed and counted, and its value is the entry's own.
-            raise RefusedEntry(f"it is in cache format {repr(payload['cache_format'])[:40]}, not {CACHE_FORMAT_VERSION}")
+        payload = _envelope(text, {"cache_format", "key", "verdict"}, "cache entry")
         if payload["key"] != key:
             raise RefusedEntry("it is bound to another key (moved or copied between keys)")
         try:
