@@ -109,7 +109,7 @@ class Prompt:
                  evidence: Evidence | None = None, output: str = "", *,
                  pending: Callable[[], list[dict[str, str]]] | None = None):
         if (messages is None) == (pending is None):
-            raise ValueError("a prompt has its messages or the means to render them, not both")
+            raise ValueError("a prompt has either its messages or the means to render them")
         self.axis = axis
         self.template_sha256 = template_sha256
         self.evidence = evidence if evidence is not None else Evidence()
@@ -207,8 +207,8 @@ def build_prompt(
 
 @dataclass
 class _Render:
-    """The rest of ``build_prompt``: the sections written out under the template. A dataclass
-    of plain parts, so a prompt not yet rendered pickles (``sections_of`` is a module function)."""
+    """The rest of ``build_prompt``: the sections written out under the template, when the
+    messages are first asked for."""
 
     axis: str
     guide: str
