@@ -150,10 +150,12 @@ def without_fingerprints(cache: Path, copy: Path) -> Path:
     """A fresh copy of ``cache`` without its fingerprint entries: a rerun on it renders every prompt."""
     import sqlite3
 
+    from judgekit.cache import FINGERPRINT_PREFIX
+
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(cache, copy)
     with sqlite3.connect(copy / "cache.db") as conn:
-        conn.execute("DELETE FROM Cache WHERE key LIKE 'fingerprint:%'")
+        conn.execute("DELETE FROM Cache WHERE substr(key, 1, ?) = ?", (len(FINGERPRINT_PREFIX), FINGERPRINT_PREFIX))
     conn.close()
     return copy
 

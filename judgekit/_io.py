@@ -10,8 +10,8 @@ file and the 1-based line, never a traceback or a hang:
   than ``MAX_DEPTH`` are refused.
 
 How: the Python ``json`` module with strict hooks is the reference, and what it accepts,
-refuses and returns is the definition. ``jiter`` (a Rust parser) reads first, three times as
-fast, and its value is kept only where the two cannot differ: when it refuses, or when the text
+refuses and returns is the definition. ``jiter`` (a Rust parser) reads first (a tau-bench
+trajectory line in 133 µs instead of 237 µs, its checks included), and its value is kept only where the two cannot differ: when it refuses, or when the text
 holds what only the reference judges exactly (deep nesting, a number that may overflow, a long
 run of digits), the reference parses again and decides, in its own words and positions.
 
@@ -268,20 +268,17 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
-def _reference_loads(text: str | bytes, max_depth: int, *, decoded_utf8: bool) -> Any:
-    """``strict_json_loads`` by the Python ``json`` module: the definition, and the parser of
-    every text ``fast_json_loads`` leaves undecided. ``decoded_utf8``: ``text`` is a str that
-    strict UTF-8 decoding produced, which cannot hold a surrogate code point (the codec refuses
-    them), so only an escape can make one."""
+def _reference_loads(text: str, max_depth: int, *, decoded_utf8: bool) -> Any:
+    """``strict_json_loads`` of a str by the Python ``json`` module: the definition, and the
+    parser of every text ``fast_json_loads`` leaves undecided (bytes are decoded first, as
+    strict UTF-8). ``decoded_utf8``: ``text`` is a str that strict UTF-8 decoding produced,
+    which cannot hold a surrogate code point (the codec refuses them), so only an escape can
+    make one."""
     try:
-        if isinstance(text, str):  # what json.loads does with a str, minus building a decoder per call
-            if text.startswith("\ufeff"):
-                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-            data = _STRICT_DECODER.decode(text)
-        else:
-            data = json.loads(
-                text, object_pairs_hook=no_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
-            )
+        # What json.loads does with a str, minus building a decoder per call.
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        data = _STRICT_DECODER.decode(text)
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
     except ValueError as exc:
@@ -289,9 +286,7 @@ def _reference_loads(text: str | bytes, max_depth: int, *, decoded_utf8: bool) -
             raise
         raise ValueError(plain_error(exc)) from None
     raw_surrogate = False
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    elif not decoded_utf8 and not text.isascii():  # isascii is O(1): most text never needs the scan
+    if not decoded_utf8 and not text.isascii():  # isascii is O(1): most text never needs the scan
         raw_surrogate = _SURROGATE.search(text) is not None
     # Cheap filters first: fewer brackets than the limit cannot nest past it, and only an
     # escape (or, in a str, the code point itself) can make a lone surrogate. (The regex finds
