@@ -242,7 +242,9 @@ class _Render:
 
 
 def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text.casefold()).strip()
+    """Case-folded, whitespace runs as one space, trimmed (str.split's whitespace is exactly
+    the regular expression ``\\s``'s)."""
+    return " ".join(text.casefold().split())
 
 
 def _forms(text: str) -> tuple[str, str]:

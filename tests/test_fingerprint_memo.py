@@ -27,7 +27,7 @@ from judgekit.run import plan_run
 from judgekit.run import judging
 from judgekit.suite import load_suite
 from judgekit.testing import ScriptedOpenAIServer
-from test_judge_runner import example_suite, faithfulness, run_suite, scripted_judge, verdict_content
+from test_judge_runner import EXAMPLE_JUDGE, example_suite, faithfulness, run_suite, scripted_judge, verdict_content
 
 
 @pytest.fixture(scope="module")
@@ -316,3 +316,28 @@ def test_the_memo_writes_through_the_store_api(tmp_path):
         store.put_keys([("f" * 64, "a" * 64)])
         assert store.keys_for(["f" * 64, "e" * 64]) == {"f" * 64: "a" * 64}
         assert store.stats()["fingerprints"] == 1 and store.stats()["entries"] == 0
+
+
+def test_the_digest_shared_by_a_rubric_and_judge_is_what_each_job_would_work_out(tmp_path):
+    # The part of a fingerprint that all questions of one rubric, judge, axis and repeat share is
+    # worked out once (judging._static_question_sha256): it must be exactly what each job gives
+    # alone, and any judge parameter must still change the fingerprint.
+    from dataclasses import replace
+
+    from pydantic import ValidationError
+
+    plans = {
+        seed: plan_run(load_suite(example_suite(tmp_path / f"seed-{seed}", judge={**EXAMPLE_JUDGE, "seed": seed})), repeats=2)
+        for seed in (0, 7)
+    }
+    jobs = {seed: [j.job for j in plan.judgements if j.axis == "faithfulness"] for seed, plan in plans.items()}
+    planned = {seed: [job.fingerprint for job in found] for seed, found in jobs.items()}
+    judging._STATIC_QUESTIONS.clear()
+    for seed, found in jobs.items():
+        alone = [replace(job).fingerprint for job in found]  # a fresh job: nothing cached on it
+        assert alone == planned[seed]
+        assert len(set(alone)) == len(alone)  # every trajectory and repeat is its own question
+    assert not set(planned[0]) & set(planned[7])  # the seed is part of every question
+    spec = jobs[0][0].judge.spec
+    with pytest.raises(ValidationError):
+        spec.seed = 7  # frozen: a digest worked out from a spec stays true to it

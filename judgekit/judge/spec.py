@@ -34,7 +34,9 @@ def is_pinned(model: str) -> bool:
 class JudgeSpec(BaseModel):
     """Which model judges, and how. Set in a suite (all rubrics) or a rubric (overrides)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Frozen: a spec is part of every cache key, fingerprint and provenance made from it, so it
+    # never changes once read (``model_copy(update=...)`` makes another).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
     model: str = Field(
         description="litellm model name pinned to a snapshot ('openai/gpt-4o-2024-08-06'), "

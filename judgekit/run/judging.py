@@ -8,6 +8,7 @@ the next call, and a run killed at any point repeats no call whose verdict was s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -96,7 +97,7 @@ def direct_connection(target: JudgeTarget) -> Connection:
     return Connector(None)(target)
 
 
-FINGERPRINT_FORMAT = 1
+FINGERPRINT_FORMAT = 2
 
 
 @dataclass
@@ -156,14 +157,22 @@ class JudgeJob:
         code = code_sha256()
         if self.inputs_sha256 is None or code is None:
             return None
-        return sha256_json({
-            **self._question(), "fingerprint_format": FINGERPRINT_FORMAT, "code_sha256": code,
-            "inputs_sha256": self.inputs_sha256, "answer_form": self.judge.spec.answer_form,
-            "show_output": self.judge.spec.show_output_for_task_success,
-        })
+        spec = self.judge.spec
+        # Every part is a hex digest or a word from a closed set: one per line is unambiguous.
+        material = "\n".join((
+            f"judgekit-fingerprint/{FINGERPRINT_FORMAT}", code, _static_question_sha256(self),
+            self._answer_schema[1], self.inputs_sha256, spec.answer_form,
+            "show-output" if spec.show_output_for_task_success else "no-output",
+        ))
+        return hashlib.sha256(material.encode("ascii")).hexdigest()
 
     def _question(self) -> dict[str, Any]:
         """The cache key's material, all but the messages."""
+        return {**self._static_question(), "response_schema_sha256": self._answer_schema[1]}
+
+    def _static_question(self) -> dict[str, Any]:
+        """The part of ``_question`` that every job of one rubric, axis, judge, template and
+        repeat shares (the answer schema can name the prompt's own evidence ids)."""
         repeat = {"repeat": self.repeat} if self.repeat else {}
         decoding = {"decoding": "compact-json-grammar"} if self.compact_decoding else {}
         return {
@@ -177,8 +186,27 @@ class JudgeJob:
             "endpoint": self.judge.endpoint,
             "override": self.judge.override,
             "parameters": self.judge.spec.cache_parameters(),
-            "response_schema_sha256": self._answer_schema[1],
         }
+
+
+_STATIC_QUESTIONS: dict[tuple[int, int, str, int, str], tuple[Rubric, JudgeTarget, str]] = {}
+_STATIC_QUESTIONS_MAX = 256
+
+
+def _static_question_sha256(job: JudgeJob) -> str:
+    """sha256 of ``job._static_question()``, worked out once per rubric, judge, axis, repeat and
+    template (a run of a million questions has a few of them). Rubrics, targets and their specs
+    are frozen, so the same objects give the same digest; each entry holds its rubric and
+    target, so an id is never taken for another object's."""
+    key = (id(job.rubric), id(job.judge), job.axis, job.repeat, job.prompt.template_sha256)
+    found = _STATIC_QUESTIONS.get(key)
+    if found is not None and found[0] is job.rubric and found[1] is job.judge:
+        return found[2]
+    if len(_STATIC_QUESTIONS) >= _STATIC_QUESTIONS_MAX:
+        _STATIC_QUESTIONS.clear()  # a long-lived process plans many runs: keep only recent ones
+    digest = sha256_json(job._static_question())
+    _STATIC_QUESTIONS[key] = (job.rubric, job.judge, digest)
+    return digest
 
 
 class Ledger(BaseModel):

@@ -20,6 +20,7 @@ from judgekit.checks.world_state import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
 from judgekit.judge.spec import JudgeSpec
+from judgekit.judge.target import JudgeTarget
 from judgekit.lock import read_lock, verify
 from judgekit.results import TrajectoryResult
 from judgekit.rubric import Rubric
@@ -194,6 +195,15 @@ class Planner:
         self.resolver = JudgeResolver(override=self.override,
                                       allow_floating=allow_floating or loaded.suite.allow_floating)
         self._relative: dict[Path, str] = {}  # trajectory file -> its path relative to the suite
+        self._judges: dict[tuple[str, str], tuple[JudgeSpec, JudgeTarget]] = {}  # (rubric, axis) -> its judge
+
+    def judge_for(self, rubric: Rubric, axis: str) -> tuple[JudgeSpec, JudgeTarget]:
+        """The judge of ``axis`` under ``rubric``, as configured and as resolved: once per run
+        (the suite, its rubrics and the override do not change while it is planned)."""
+        if (found := self._judges.get((rubric.ref, axis))) is None:
+            spec = judge_spec_for(rubric, axis, self.loaded.suite.judge, self.override)
+            found = self._judges[(rubric.ref, axis)] = (spec, self.resolver.resolve(spec))
+        return found
 
     def add(self, plan: RunPlan, rubric: Rubric, item: LoadedTrajectory) -> None:
         world = WorldState(item)
@@ -207,8 +217,7 @@ class Planner:
         for axis in judged_axes(rubric):
             if axis.name in result.axes and result.axes[axis.name].status == "error":
                 continue  # bad input already recorded; nothing to judge
-            spec = judge_spec_for(rubric, axis.name, self.loaded.suite.judge, self.override)
-            target = self.resolver.resolve(spec)
+            spec, target = self.judge_for(rubric, axis.name)
             try:
                 prompt = axis.prompt(rubric, item, world, spec.show_output_for_task_success, target.spec.answer_form)
             except InputError as exc:  # the prompt shows a world that cannot be read
