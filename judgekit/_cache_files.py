@@ -84,6 +84,24 @@ class JsonTextDisk(diskcache.Disk):
         return None  # see the class docstring
 
 
+def locked(directory: Path, waited_s: float) -> InputError:
+    """Another process held SQLite's write lock past the wait: nothing is wrong with the cache,
+    so clearing it is never the advice."""
+    return InputError(
+        f"another process has held the verdict cache locked for more than {waited_s:g} s (another run "
+        "writing to it?); what it holds is kept: run again once that is done, or give this run its own "
+        "--cache-dir",
+        directory,
+    )
+
+
+def database_error(directory: Path, exc: sqlite3.DatabaseError, waited_s: float = 60) -> InputError:
+    """The error to report for what SQLite raised on the cache: locked, or unreadable."""
+    if str(exc) in ("database is locked", "database table is locked"):
+        return locked(directory, waited_s)
+    return unreadable(directory, str(exc))
+
+
 def unreadable(directory: Path, why: str) -> InputError:
     return InputError(
         f"the verdict cache is unreadable ({why}): run with --no-cache, or remove it with "

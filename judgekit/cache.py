@@ -66,8 +66,9 @@ from judgekit._cache_files import (
     check_database,
     check_side_files,
     connect_read_only,
+    database_error,
+    locked,
     stored_text,
-    unreadable,
     writable,
 )
 from judgekit._io import sha256_json, strict_json_loads
@@ -172,7 +173,7 @@ class VerdictCache:
             try:
                 self._reader = connect_read_only(self._db)
             except sqlite3.DatabaseError as exc:
-                raise unreadable(self.directory, str(exc)) from None
+                raise database_error(self.directory, exc) from None
             return
         if not self.directory.exists():
             if not create:
@@ -193,7 +194,7 @@ class VerdictCache:
             self._reader = connect_read_only(self._db)
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise unreadable(self.directory, str(exc)) from None
+            raise database_error(self.directory, exc) from None
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class VerdictCache:
         try:
             return self._reader.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
-            raise unreadable(self.directory, str(exc)) from None
+            raise database_error(self.directory, exc) from None
 
     def get(self, key: str, axis: str | None = None) -> JudgeVerdict | None:
         """The verdict stored under ``key`` (for ``axis``), or None: absent, or refused."""
@@ -320,7 +321,11 @@ class VerdictCache:
             with self._writer().transact():
                 for key, verdict in items:
                     self.put(key, verdict)
+        except diskcache.Timeout:
+            raise locked(self.directory, self._writer().timeout) from None
         except sqlite3.DatabaseError as exc:
+            if str(exc) in ("database is locked", "database table is locked"):
+                raise locked(self.directory, self._writer().timeout) from None
             raise InputError(f"cannot store verdicts in the verdict cache ({exc}): run with --no-cache, or "
                              f"`judgekit cache clear --cache-dir {self.directory}`", self.directory) from None
 
@@ -373,7 +378,7 @@ class VerdictCache:
                 else:
                     kept.add(key)
         except sqlite3.DatabaseError as exc:
-            raise unreadable(self.directory, str(exc)) from None
+            raise database_error(self.directory, exc) from None
         self._delete(stale + [rowid for rowid, key in memo if key not in kept])
         return len(stale)
 
@@ -394,7 +399,7 @@ class VerdictCache:
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            raise unreadable(self.directory, str(exc)) from None
+            raise database_error(self.directory, exc) from None
         return removed
 
     def close_thread(self) -> None:

@@ -841,3 +841,71 @@ def test_a_cache_folder_that_is_a_file(tmp_path, server, base):
     assert (run.exit_code, run.stderr) == (2, f"judgekit: error: {c.project / 'not-a-folder'}: the verdict cache "
                                               "folder is a file\n")
     assert (c.project / "not-a-folder").read_text() == "a file"
+
+
+
+class _HeldLock:
+    """Another process's writer in the middle of a transaction on the cache's database."""
+
+    def __init__(self, db: Path):
+        self.conn = sqlite3.connect(db, timeout=0, isolation_level=None)
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self
+
+    def __exit__(self, *exc):
+        self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+def test_a_cache_another_process_keeps_locked_is_an_input_error_and_loses_nothing(tmp_path, base, monkeypatch):
+    # A second run writing to the same cache (or a stuck one) holds SQLite's write lock: past the
+    # wait, storing is an InputError that names the folder and says it is locked (never a raw
+    # diskcache.Timeout, never the advice to clear a cache that is fine), and what it holds stays.
+    import judgekit.cache as cache_module
+    from judgekit.cache import VerdictCache
+    from judgekit.errors import InputError
+
+    project = tmp_path / "project"
+    shutil.copytree(base["project"], project)
+    monkeypatch.setattr(cache_module, "SETTINGS", {**cache_module.SETTINGS, "timeout": 0.2})
+    key = base["keys"]["t0"]
+    with VerdictCache(project / "cache") as store:
+        verdict = store.get(key, "faithfulness")
+        assert verdict is not None
+        with _HeldLock(project / "cache" / "cache.db"), pytest.raises(InputError) as caught:
+            store.put_many([(key, verdict)])
+        assert "locked for more than 0.2 s" in str(caught.value) and "clear" not in str(caught.value)
+        assert str(caught.value.path) == str(project / "cache")
+        store.put_many([(key, verdict)])  # the lock gone, the same write goes through
+        assert store.get(key, "faithfulness") == verdict and store.get(base["keys"]["t1"], "faithfulness")
+
+
+def test_a_cache_locked_while_it_is_opened_says_so(tmp_path, base, monkeypatch):
+    # diskcache retries opening a locked database for 60 s, then SQLite says "database is
+    # locked": that is the same clear error, not "unreadable". (Its clock runs fast here.)
+    import diskcache.core
+
+    from judgekit.cache import VerdictCache
+    from judgekit.errors import InputError
+
+    class FastClock:
+        now = 0.0
+
+        def time(self):
+            FastClock.now += 30.0
+            return FastClock.now
+
+        def sleep(self, seconds):
+            pass
+
+    project = tmp_path / "project"
+    shutil.copytree(base["project"], project)
+    monkeypatch.setattr(diskcache.core, "time", FastClock())
+    with _HeldLock(project / "cache" / "cache.db"), pytest.raises(InputError) as caught:
+        VerdictCache(project / "cache")
+    assert "locked for more than 60 s" in str(caught.value) and "unreadable" not in str(caught.value)
+    monkeypatch.undo()
+    with VerdictCache(project / "cache") as store:  # nothing was lost
+        assert store.get(base["keys"]["t0"], "faithfulness") is not None
