@@ -225,3 +225,49 @@ def test_windows_give_the_same_estimate_as_one_plan(tmp_path, window):
     whole = estimate_run(EXAMPLE, RunOptions(**options))
     windowed = estimate_run(EXAMPLE, RunOptions(**options, window=window))
     assert windowed == whole  # a question repeated in a later window is still one question
+
+
+# --- the rerun memo -------------------------------------------------------------------------------
+
+
+def test_a_warm_cache_is_counted_by_fingerprint_without_rendering_a_prompt(tmp_path, monkeypatch):
+    # As a rerun does, the dry run finds a question's verdict through the memo (fingerprint ->
+    # key) and renders no prompt for it; its figures are those of a cache without the memo,
+    # where every prompt is rendered and hashed; a memo entry that does not check out is
+    # counted as the run counts it, and its question found by key.
+    import shutil
+    import sqlite3
+
+    from judgekit import prompt as prompt_module
+    from judgekit.cache import FINGERPRINT_PREFIX
+
+    cache = tmp_path / "cache"
+    with ScriptedOpenAIServer(scripted_judge) as srv:
+        options = dict(override=JudgeOverride(model=MODEL, api_base=srv.base_url))
+        run_suite(EXAMPLE, options=RunOptions(**options, cache_dir=cache))
+    bare = tmp_path / "bare"
+    shutil.copytree(cache, bare)
+    with sqlite3.connect(bare / "cache.db") as conn:
+        conn.execute("DELETE FROM Cache WHERE key LIKE ?", (FINGERPRINT_PREFIX + "%",))
+        fingerprints = conn.total_changes
+    assert fingerprints > 0
+    renders = []
+    real = prompt_module._Render.__call__
+    monkeypatch.setattr(prompt_module._Render, "__call__", lambda self: renders.append(self.axis) or real(self))
+
+    warm = estimate_run(EXAMPLE, RunOptions(**options, cache_dir=cache))
+    assert "faithfulness" not in renders  # the memo named every faithfulness question's key
+    assert warm.to_ask == 0 and warm.cached == warm.questions > 0 and warm.cache_refused == {}
+    renders.clear()
+    without = estimate_run(EXAMPLE, RunOptions(**options, cache_dir=bare))
+    assert renders.count("faithfulness") == warm.judged["faithfulness"]  # each rendered to find its key
+    assert without == warm.model_copy(update={"cache_dir": str(bare)})
+
+    with sqlite3.connect(cache / "cache.db") as conn:  # one entry's value copied under another fingerprint
+        (a, _), (_, value_b) = conn.execute(
+            "SELECT key, value FROM Cache WHERE key LIKE ? ORDER BY key LIMIT 2", (FINGERPRINT_PREFIX + "%",))
+        conn.execute("UPDATE Cache SET value = ? WHERE key = ?", (value_b, a))
+    renders.clear()
+    moved = estimate_run(EXAMPLE, RunOptions(**options, cache_dir=cache))
+    assert moved.cache_refused == {"it is bound to another fingerprint": 1}
+    assert renders.count("faithfulness") >= 1 and (moved.cached, moved.to_ask) == (warm.cached, 0)

@@ -2,7 +2,8 @@
 
 ``estimate_run`` plans the suite exactly as ``run_suite`` does (same windows, same judges, same
 cache keys), scores the deterministic axes (free) and, for the judge questions, counts what the
-verdict cache already answers and estimates the rest: prompt tokens counted with litellm's
+verdict cache already answers (first by the memo's fingerprints, as a rerun does, so a warm
+cache is counted without rendering a prompt) and estimates the rest: prompt tokens counted with litellm's
 ``token_counter`` (for a model litellm does not know, with its default tokenizer: an
 approximation), completion tokens bounded by each judge's ``max_tokens`` (an upper bound, not
 a forecast), cost from litellm's offline price map. Nothing is spent: no judge is called, the
@@ -172,6 +173,7 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
                         _count(estimate.deterministic[name], res.status)
                     elif res.status == "error":
                         _count(estimate.judge_input_errors, name)
+            answered = _by_fingerprint(plan.jobs, store, estimate) if store is not None else set()
             fresh: dict[str, JudgeJob] = {}
             for judgement in plan.judgements:
                 _count(estimate.judged, judgement.axis)
@@ -179,7 +181,7 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
                 if digest not in seen:
                     seen.add(digest)
                     fresh[judgement.job.key] = judgement.job
-            _estimate_window(estimate, fresh, store, judges, pricer)
+            _estimate_window(estimate, fresh, store, judges, pricer, answered)
     finally:
         if store is not None:
             store.close()
@@ -189,22 +191,56 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
     return estimate
 
 
-def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: VerdictCache | None,
-                     judges: dict[tuple[str, str], JudgeEstimate], pricer: _Pricer) -> None:
-    """Count one window's new questions: cached (as the run would take them) or to ask."""
+def _own(verdict, job: JudgeJob) -> bool:
+    """Whether a stored verdict is this job's own: the run refuses one whose provenance names
+    another judge or rubric."""
+    return all(getattr(verdict.provenance, name) == value for name, value in _identity(job).items())
+
+
+def _by_fingerprint(jobs: list[JudgeJob], store: VerdictCache, estimate: RunEstimate) -> set[str]:
+    """The keys of the questions the cache's memo answers, as the run finds them: by
+    fingerprint, without rendering a prompt (each such job learns its key). A fingerprint entry
+    refused is counted; a verdict refused here is not, since it is read again by its key."""
+    groups: dict[str, list[JudgeJob]] = {}
+    for job in jobs:
+        if job.fingerprint is not None:
+            groups.setdefault(job.fingerprint, []).append(job)
+    if not groups:
+        return set()
+    before = len(store.refused)
+    keys = store.keys_for(list(groups))
+    for _, reason in store.refused[before:]:
+        _count(estimate.cache_refused, _refused_kind(reason))
+    # Refusals of verdicts read here are not counted: those questions are looked up by their
+    # key next, and counted there.
+    found = store.get_many([(key, groups[fingerprint][0].axis) for fingerprint, key in keys.items()])
     answered: set[str] = set()
-    if store is not None and fresh:
+    for fingerprint, key in keys.items():
+        verdict = found.get(key)
+        if verdict is None or not _own(verdict, groups[fingerprint][0]):
+            continue
+        for job in groups[fingerprint]:
+            job.known_key = key
+        answered.add(key)
+    return answered
+
+
+def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: VerdictCache | None,
+                     judges: dict[tuple[str, str], JudgeEstimate], pricer: _Pricer, answered: set[str]) -> None:
+    """Count one window's new questions: cached (as the run would take them) or to ask.
+    ``answered``: keys the memo already found (their verdicts are not read again)."""
+    answered = set(answered)
+    unread = {key: job for key, job in fresh.items() if key not in answered}
+    if store is not None and unread:
         before = len(store.refused)
-        found = store.get_many([(key, job.axis) for key, job in fresh.items()])
+        found = store.get_many([(key, job.axis) for key, job in unread.items()])
         for _, reason in store.refused[before:]:
             _count(estimate.cache_refused, _refused_kind(reason))
         for key, verdict in found.items():
-            job = fresh[key]
-            # The run refuses an entry whose provenance names another judge or rubric.
-            if any(getattr(verdict.provenance, name) != value for name, value in _identity(job).items()):
-                _count(estimate.cache_refused, "its provenance names another judge or rubric")
-            else:
+            if _own(verdict, unread[key]):
                 answered.add(key)
+            else:
+                _count(estimate.cache_refused, "its provenance names another judge or rubric")
     for key, job in fresh.items():
         target = job.judge
         judge = judges.get((target.model_pin, target.endpoint))
