@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,13 +26,23 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class CheckOutcome(_Strict):
+def _record(cls):
+    """A leaf of a result (one check, point, note, claim, the counts): a slotted dataclass, made
+    in a tenth of a pydantic model's time on the scoring path (a run makes a dozen per
+    trajectory). judgekit's scorers fill them with the right types; pydantic validates them,
+    extra keys refused, wherever a result is read back, and writes them in the same JSON."""
+    cls.__pydantic_config__ = ConfigDict(extra="forbid")
+    return dataclass(slots=True)(cls)
+
+
+@_record
+class CheckOutcome:
     """One task-success check and why it passed or failed."""
 
-    check: str = Field(description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")
-    passed: bool = Field(description="Whether the check passed.")
-    reason: str = Field(description="Why, in one sentence a person can verify.")
-    source: Literal["deterministic", "judge"] = Field("deterministic", description="Who decided it.")
+    check: Annotated[str, Field(description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")]
+    passed: Annotated[bool, Field(description="Whether the check passed.")]
+    reason: Annotated[str, Field(description="Why, in one sentence a person can verify.")]
+    source: Annotated[Literal["deterministic", "judge"], Field(description="Who decided it.")] = "deterministic"
 
 
 class _AxisResultBase(_Strict):
@@ -66,34 +77,37 @@ class TaskSuccessResult(_AxisResultBase):
     checks: list[CheckOutcome] = Field(default_factory=list, description="Each check with its reason.")
 
 
-class ToolPoint(_Strict):
+@_record
+class ToolPoint:
     """One pre-registered point and whether it was earned."""
 
-    point: str = Field(description="Which point, e.g. 'call[0] update_user: tool' or 'call[0] update_user: arg email'.")
-    earned: bool = Field(description="Whether it was earned.")
-    reason: str = Field(description="Why, in one sentence.")
+    point: Annotated[str, Field(description="Which point, e.g. 'call[0] update_user: tool' or 'call[0] update_user: arg email'.")]
+    earned: Annotated[bool, Field(description="Whether it was earned.")]
+    reason: Annotated[str, Field(description="Why, in one sentence.")]
 
 
-class ToolNote(_Strict):
+@_record
+class ToolNote:
     """Something a matched call did that no point covers: reported, never scored."""
 
-    call: int = Field(description="Index of the call in the trajectory.")
-    tool: str = Field(description="The tool it called.")
-    arg: str = Field(description="The argument: its name, or a path below it for a nested key ('flights/0/seat').")
-    reason: str = Field(description="What was seen: a key the tool does not declare, or a value off its declared schema.")
+    call: Annotated[int, Field(description="Index of the call in the trajectory.")]
+    tool: Annotated[str, Field(description="The tool it called.")]
+    arg: Annotated[str, Field(description="The argument: its name, or a path below it for a nested key ('flights/0/seat').")]
+    reason: Annotated[str, Field(description="What was seen: a key the tool does not declare, or a value off its declared schema.")]
 
 
-class ToolCounts(_Strict):
+@_record
+class ToolCounts:
     """Raw counts behind the tool-correctness score."""
 
-    calls_total: int = Field(description="Every call in the trajectory.")
-    calls_failed: int = Field(description="Calls that returned an error (they changed nothing).")
-    calls_in_scope: int = Field(description="Successful calls to tools in scope.")
-    calls_expected: int = Field(description="Calls the rubric expects.")
-    calls_matched: int = Field(description="Expected calls matched by a successful call to the right tool.")
-    args_expected: int = Field(description="Argument points available.")
-    args_valid: int = Field(description="Argument points earned.")
-    forbidden_hits: int = Field(description="Forbidden tool calls plus forbidden effects in the diff.")
+    calls_total: Annotated[int, Field(description="Every call in the trajectory.")]
+    calls_failed: Annotated[int, Field(description="Calls that returned an error (they changed nothing).")]
+    calls_in_scope: Annotated[int, Field(description="Successful calls to tools in scope.")]
+    calls_expected: Annotated[int, Field(description="Calls the rubric expects.")]
+    calls_matched: Annotated[int, Field(description="Expected calls matched by a successful call to the right tool.")]
+    args_expected: Annotated[int, Field(description="Argument points available.")]
+    args_valid: Annotated[int, Field(description="Argument points earned.")]
+    forbidden_hits: Annotated[int, Field(description="Forbidden tool calls plus forbidden effects in the diff.")]
 
 
 class ToolCorrectnessResult(_AxisResultBase):
@@ -124,15 +138,15 @@ class ToolCorrectnessResult(_AxisResultBase):
         return [item for item in self.items if not item.earned]
 
 
-class ClaimResult(_Strict):
+@_record
+class ClaimResult:
     """One atomic claim, after judgekit verified the judge's citations."""
 
-    claim: str = Field(description="The claim, as the judge extracted it.")
-    supported: bool = Field(description="Supported after verification.")
-    evidence: list[dict[str, str]] = Field(default_factory=list, description="Citations: {id, quote}.")
-    citation_error: str | None = Field(
-        None, description="The judge said supported but a citation failed verification."
-    )
+    claim: Annotated[str, Field(description="The claim, as the judge extracted it.")]
+    supported: Annotated[bool, Field(description="Supported after verification.")]
+    evidence: Annotated[list[dict[str, str]], Field(description="Citations: {id, quote}.")] = field(default_factory=list)
+    citation_error: Annotated[str | None, Field(
+        description="The judge said supported but a citation failed verification.")] = None
 
 
 class FaithfulnessResult(_AxisResultBase):

@@ -47,3 +47,23 @@ def test_bundled_lines_validate_against_their_schema(name, path):
     validator = Draft202012Validator(schema_for(name))
     for line in (ROOT / path).read_text().splitlines():
         assert not list(validator.iter_errors(json.loads(line)))
+
+
+def test_results_of_a_judged_run_are_valid_against_the_result_schema():
+    # Every kind of record a run writes (task-success checks, faithfulness claims with their
+    # citations, tool points and counts), written as JSON, is exactly the exported schema's.
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.run import RunOptions, run_suite
+    from judgekit.testing import ScriptedOpenAIServer
+    from test_judge_runner import MODEL, scripted_judge
+
+    validator = Draft202012Validator(schema_for("result"))
+    with ScriptedOpenAIServer(scripted_judge) as server:
+        record = run_suite(ROOT / "examples" / "email-update", options=RunOptions(
+            override=JudgeOverride(model=MODEL, api_base=server.base_url), use_cache=False))
+    rows = [json.loads(result.model_dump_json()) for result in record.results]
+    assert {axis for row in rows for axis in row["axes"]} == {"task_success", "tool_correctness", "faithfulness"}
+    assert any(row["axes"]["faithfulness"].get("claims") for row in rows)
+    for row in rows:
+        errors = list(validator.iter_errors(row))
+        assert not errors, (row["trajectory_id"], [e.message for e in errors[:3]])

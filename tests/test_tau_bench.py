@@ -74,3 +74,21 @@ def test_agreement_with_tau_bench_reward(scored):
             print(f"  disagree: {row['trajectory_id']} reward={row['metadata']['reward']}")
     assert sum(matrix.values()) == 100
     assert agree >= MIN_AGREEMENT
+
+
+def test_every_result_is_valid_against_the_exported_result_schema(scored):
+    # The result records' leaves (points, notes, checks, counts) are plain dataclasses that
+    # judgekit's scorers fill: the JSON a run writes must still be exactly the schema's, types
+    # included (JSON Schema tells true from 1, which a pydantic read-back would coerce).
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "schemas" / "result.schema.json").read_text())
+    validator = Draft202012Validator(schema)
+    _, rows = scored
+    problems = [f"{row['trajectory_id']}: {error.json_path}: {error.message}"
+                for row in rows for error in validator.iter_errors(row)]
+    assert not problems, problems[:5]
+    items = [item for row in rows for item in row["axes"]["tool_correctness"]["items"]]
+    assert len(items) > 500 and all(type(item["earned"]) is bool for item in items)
