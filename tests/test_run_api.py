@@ -218,14 +218,31 @@ def test_help_states_the_exit_codes():
     assert "1 the gate failed" in text and "2 usage or input error" in text and "3 internal error" in text
 
 
-def test_seen_ids_remember_every_id_across_growth():
+@pytest.mark.parametrize("memory_ids", [pytest.param(2**17, id="in_memory"),
+                                        pytest.param(1000, id="moved_to_disk_past_1000")])
+def test_seen_ids_remember_every_id_across_growth(memory_ids):
     from judgekit.run.plan import SeenIds
 
-    seen = SeenIds(capacity=8)
+    seen = SeenIds(capacity=8, memory_ids=memory_ids)
     ids = [f"id-{n}" for n in range(5000)]
     assert [seen.add(tid) for tid in ids] == [False] * 5000
+    assert (seen._db is not None) == (memory_ids < 5000)
     assert all(seen.add(tid) for tid in ids)
-    assert not seen.add("id-5000")
+    assert not seen.add("id-5000") and seen.add("id-5000")
+    seen.close()
+
+
+def test_a_repeated_id_past_the_in_memory_bound_is_still_found(tmp_path, monkeypatch):
+    import judgekit.run.plan as planning
+    from judgekit.errors import InputError
+
+    suite = example_suite(tmp_path / "s", judge={"model": MODEL, "api_base": "http://127.0.0.1:9/v1"})
+    lines = (tmp_path / "s" / "trajectories.jsonl").read_text().splitlines()
+    (tmp_path / "s" / "trajectories.jsonl").write_text("\n".join([*lines, lines[1]]) + "\n")
+    monkeypatch.setattr(planning.SeenIds, "MEMORY_IDS", 3)  # the ids move to disk after the third
+    first = json.loads(lines[1])["id"]
+    with pytest.raises(InputError, match=f"trajectory id '{first}' already used at .*trajectories.jsonl:2"):
+        list(planning.iter_trajectories_of(load_suite(suite)))
 
 
 def test_a_hash_collision_is_not_a_repeated_id(tmp_path, monkeypatch):

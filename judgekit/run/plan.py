@@ -9,6 +9,7 @@ trajectories so a run of millions never holds them all.
 
 from __future__ import annotations
 
+import sqlite3
 from array import array
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -93,18 +94,31 @@ def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory, world: WorldSt
 
 
 class SeenIds:
-    """Trajectory ids seen so far, kept as 64-bit hashes in one open-addressing table (16 bytes
-    an id at most, no object per id): a run of a million trajectories holds 16 MB here, not the
-    ids. ``add`` says whether the hash was there already; a repeat is then confirmed or ruled
-    out (a collision, about 1 in 10^7 at a million ids) by reading the files again."""
+    """Trajectory ids seen so far, kept as 64-bit hashes, never as the ids. ``add`` says whether
+    the hash was there already; a repeat is then confirmed or ruled out (a collision, about 1 in
+    10^7 at a million ids) by reading the files again.
 
-    def __init__(self, capacity: int = 1024):
+    The first ``memory_ids`` hashes live in one open-addressing table (at most 16 bytes an id,
+    no object per id). Past that they move to a private temporary SQLite table on disk, read
+    through a page cache of ``CACHE_KB``: a run of millions holds the same few megabytes as a
+    run of a hundred thousand (about 3 us an id more, once there)."""
+
+    MEMORY_IDS = 2**17
+    CACHE_KB = 2048
+
+    def __init__(self, capacity: int = 1024, *, memory_ids: int | None = None):
         self._table = array("q", bytes(8 * capacity))
         self._mask = capacity - 1
         self._count = 0
+        self._memory_ids = self.MEMORY_IDS if memory_ids is None else memory_ids
+        self._db: sqlite3.Connection | None = None
 
     def add(self, tid: str) -> bool:
         digest = hash(tid) or 1  # 0 marks an empty slot
+        if self._db is not None:
+            changes = self._db.total_changes
+            self._db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,))
+            return self._db.total_changes == changes
         table, mask = self._table, self._mask
         slot = digest & mask
         while (held := table[slot]) != 0:
@@ -113,9 +127,17 @@ class SeenIds:
             slot = (slot + 1) & mask
         table[slot] = digest
         self._count += 1
-        if self._count * 10 > len(table) * 7:
+        if self._count >= self._memory_ids:
+            self._spill()
+        elif self._count * 10 > len(table) * 7:
             self._grow()
         return False
+
+    def close(self) -> None:
+        """Let the temporary table go (its file is deleted with the connection)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def _grow(self) -> None:
         old = self._table
@@ -129,6 +151,17 @@ class SeenIds:
                     slot = (slot + 1) & mask
                 table[slot] = digest
 
+    def _spill(self) -> None:
+        # "" names a private temporary database: on disk, deleted when closed. Nothing here
+        # needs to survive a crash, so no journal and no syncing.
+        db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+        for pragma in (f"cache_size=-{self.CACHE_KB}", "journal_mode=OFF", "synchronous=OFF"):
+            db.execute(f"PRAGMA {pragma}")
+        db.execute("CREATE TABLE seen(h INTEGER PRIMARY KEY)")
+        db.execute("BEGIN")  # one transaction for the table's life: never committed, never synced
+        db.executemany("INSERT INTO seen VALUES (?)", ((d,) for d in self._table if d))
+        self._db, self._table, self._mask = db, array("q"), 0
+
 
 def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTrajectory]]:
     """Every trajectory of the suite with its rubric, in suite order; ids must be unique.
@@ -140,13 +173,16 @@ def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTr
     """
     seen = SeenIds()
     policy = loaded.snapshot_policy()
-    for entry in loaded.suite.trajectories:
-        rubric = loaded.rubric_for(entry.rubric)
-        for item in iter_trajectories(loaded.resolve(entry.file), policy=policy):
-            tid = item.trajectory.id
-            if seen.add(tid) and (first := _first_use(loaded, tid, item)) is not None:
-                raise InputError(f"trajectory id {tid!r} already used at {first}", item.path, item.line)
-            yield rubric, item
+    try:
+        for entry in loaded.suite.trajectories:
+            rubric = loaded.rubric_for(entry.rubric)
+            for item in iter_trajectories(loaded.resolve(entry.file), policy=policy):
+                tid = item.trajectory.id
+                if seen.add(tid) and (first := _first_use(loaded, tid, item)) is not None:
+                    raise InputError(f"trajectory id {tid!r} already used at {first}", item.path, item.line)
+                yield rubric, item
+    finally:
+        seen.close()
 
 
 def _first_use(loaded: LoadedSuite, tid: str, here: LoadedTrajectory) -> str | None:
