@@ -84,10 +84,19 @@ class JsonTextDisk(diskcache.Disk):
         return None  # see the class docstring
 
 
+LOCK_WAIT_S = 60.0
+"""How long a reader waits for another process's lock (diskcache's writers wait as long)."""
+
+
+class CacheLocked(InputError):
+    """Another process holds the cache's database locked: nothing is wrong with it, so nothing
+    of it may be removed (``judgekit cache clear`` stops here)."""
+
+
 def locked(directory: Path, waited_s: float) -> InputError:
-    """Another process held SQLite's write lock past the wait: nothing is wrong with the cache,
-    so clearing it is never the advice."""
-    return InputError(
+    """Another process held SQLite's lock past the wait: nothing is wrong with the cache, so
+    clearing it is never the advice."""
+    return CacheLocked(
         f"another process has held the verdict cache locked for more than {waited_s:g} s (another run "
         "writing to it?); what it holds is kept: run again once that is done, or give this run its own "
         "--cache-dir",
@@ -95,9 +104,9 @@ def locked(directory: Path, waited_s: float) -> InputError:
     )
 
 
-def database_error(directory: Path, exc: sqlite3.DatabaseError, waited_s: float = 60) -> InputError:
+def database_error(directory: Path, exc: sqlite3.DatabaseError, waited_s: float = LOCK_WAIT_S) -> InputError:
     """The error to report for what SQLite raised on the cache: locked, or unreadable."""
-    if str(exc) in ("database is locked", "database table is locked"):
+    if is_locked(exc):
         return locked(directory, waited_s)
     return unreadable(directory, str(exc))
 
@@ -128,13 +137,21 @@ def connect_read_only(db: Path) -> sqlite3.Connection:
     """A read-only connection. In a folder that cannot be written, SQLite cannot create the WAL
     index it needs for ``mode=ro``; ``immutable=1`` then reads the database file as it is."""
     uri = db.resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False, timeout=LOCK_WAIT_S)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
         conn.close()
+        if is_locked(exc):
+            # Another process keeps even readers out: an immutable read would skip what it has
+            # committed to the WAL and answer from a stale file, without a word.
+            raise
         return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+
+
+def is_locked(exc: sqlite3.DatabaseError) -> bool:
+    return str(exc) in ("database is locked", "database table is locked")
 
 
 def check_side_files(directory: Path) -> None:
@@ -192,6 +209,8 @@ def check_database(directory: Path, db: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if is_locked(exc):
+            raise locked(directory, LOCK_WAIT_S) from None
         raise unreadable(directory, f"{DBNAME}: {exc}") from None
     if not settings <= expected_settings:
         raise unreadable(directory, f"not a judgekit verdict cache: unknown settings {', '.join(sorted(settings - expected_settings)[:5])}")

@@ -67,6 +67,7 @@ from judgekit._cache_files import (
     check_side_files,
     connect_read_only,
     database_error,
+    is_locked,
     locked,
     stored_text,
     writable,
@@ -324,7 +325,7 @@ class VerdictCache:
         except diskcache.Timeout:
             raise locked(self.directory, self._writer().timeout) from None
         except sqlite3.DatabaseError as exc:
-            if str(exc) in ("database is locked", "database table is locked"):
+            if is_locked(exc):
                 raise locked(self.directory, self._writer().timeout) from None
             raise InputError(f"cannot store verdicts in the verdict cache ({exc}): run with --no-cache, or "
                              f"`judgekit cache clear --cache-dir {self.directory}`", self.directory) from None

@@ -386,7 +386,7 @@ def cache_stats(cache_dir: Path) -> None:
 @handle_errors
 def cache_clear(cache_dir: Path) -> None:
     """Remove every cached verdict and fingerprint; a cache that cannot be read loses its database files."""
-    from judgekit._cache_files import clear_unreadable
+    from judgekit._cache_files import CacheLocked, clear_unreadable
     from judgekit.cache import VerdictCache
     from judgekit.errors import InputError
 
@@ -395,6 +395,8 @@ def cache_clear(cache_dir: Path) -> None:
         return
     try:
         store = VerdictCache(cache_dir, create=False)
+    except CacheLocked:
+        raise  # in use by another process, not unreadable: its files are never removed
     except InputError:
         if not cache_dir.is_dir():
             raise

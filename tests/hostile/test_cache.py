@@ -909,3 +909,65 @@ def test_a_cache_locked_while_it_is_opened_says_so(tmp_path, base, monkeypatch):
     monkeypatch.undo()
     with VerdictCache(project / "cache") as store:  # nothing was lost
         assert store.get(base["keys"]["t0"], "faithfulness") is not None
+
+
+class _FastClock:
+    """diskcache's clock, running 30 s a reading: its 60 s wait on a locked database ends at once."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        self.now += 30.0
+        return self.now
+
+    def sleep(self, seconds):
+        pass
+
+
+def test_cache_clear_never_removes_a_cache_another_process_holds_locked(tmp_path, base, monkeypatch):
+    # Locked is not unreadable: clearing would unlink files another process still writes to,
+    # and everything it stores afterwards would be lost.
+    import diskcache.core
+
+    project = tmp_path / "project"
+    shutil.copytree(base["project"], project)
+    before = sorted(os.listdir(project / "cache"))
+    monkeypatch.setattr(diskcache.core, "time", _FastClock())
+    with _HeldLock(project / "cache" / "cache.db"):
+        cleared = CliRunner().invoke(main, ["cache", "clear", "--cache-dir", str(project / "cache")])
+    assert cleared.exit_code == 2, cleared.output
+    assert "locked" in cleared.stderr and "removed" not in cleared.output
+    assert set(before) <= set(os.listdir(project / "cache"))  # SQLite's -wal and -shm come with the lock
+    monkeypatch.undo()
+    from judgekit.cache import VerdictCache
+
+    with VerdictCache(project / "cache") as store:
+        assert store.get(base["keys"]["t0"], "faithfulness") is not None
+
+
+def test_a_read_only_cache_whose_readers_are_locked_out_says_so_and_never_reads_a_stale_file(tmp_path, base,
+                                                                                               monkeypatch):
+    # A process in exclusive locking mode keeps even readers out. Reading the database file as
+    # immutable then would skip what that process committed to the WAL and answer from a stale
+    # file without a word: the read-only cache (a dry run, a read-only checkout) stops instead.
+    import judgekit._cache_files as cache_files
+    from judgekit.cache import VerdictCache
+    from judgekit.errors import InputError
+
+    project = tmp_path / "project"
+    shutil.copytree(base["project"], project)
+    monkeypatch.setattr(cache_files, "LOCK_WAIT_S", 0.2)
+    holder = sqlite3.connect(project / "cache" / "cache.db", timeout=0, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("UPDATE Settings SET value = value WHERE key = 'count'")
+        holder.execute("COMMIT")  # the exclusive lock stays until the connection closes
+        with pytest.raises(InputError) as caught:
+            VerdictCache(project / "cache", read_only=True)
+        assert "locked for more than 0.2 s" in str(caught.value)
+    finally:
+        holder.close()
+    with VerdictCache(project / "cache", read_only=True) as store:  # the lock gone, read as ever
+        assert store.get(base["keys"]["t0"], "faithfulness") is not None
