@@ -11,9 +11,10 @@ file and the 1-based line, never a traceback or a hang:
 
 How: the Python ``json`` module with strict hooks is the reference, and what it accepts,
 refuses and returns is the definition. ``jiter`` (a Rust parser) reads first (a tau-bench
-trajectory line in 133 µs instead of 237 µs, its checks included), and its value is kept only where the two cannot differ: when it refuses, or when the text
-holds what only the reference judges exactly (deep nesting, a number that may overflow, a long
-run of digits), the reference parses again and decides, in its own words and positions.
+trajectory line in 133 µs instead of 237 µs, its checks included), and its value is kept only
+where the two cannot differ: when it refuses, or when the text holds what only the reference
+judges exactly (deep nesting, a number that may overflow, a long run of digits), the reference
+parses again and decides, in its own words and positions.
 
 JSON Lines files are read one line at a time, never whole. YAML documents (rubrics, suites)
 are read by ``judgekit._documents``.

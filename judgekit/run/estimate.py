@@ -3,12 +3,12 @@
 ``estimate_run`` plans the suite exactly as ``run_suite`` does (same windows, same judges, same
 cache keys), scores the deterministic axes (free) and, for the judge questions, counts what the
 verdict cache already answers (first by the memo's fingerprints, as a rerun does, so a warm
-cache is counted without rendering a prompt) and estimates the rest: prompt tokens counted with litellm's
-``token_counter`` (for a model litellm does not know, with its default tokenizer: an
-approximation), completion tokens bounded by each judge's ``max_tokens`` (an upper bound, not
-a forecast), cost from litellm's offline price map. Nothing is spent: no judge is called, the
-embedded judge is not started, no API key is read into a connection, and the cache is only read
-(opened read-only; a cache folder that does not exist is not created).
+cache is counted without rendering a prompt) and estimates the rest: prompt tokens counted
+with litellm's ``token_counter`` (for a model litellm does not know, with its default
+tokenizer: an approximation), completion tokens bounded by each judge's ``max_tokens`` (an
+upper bound, not a forecast), cost from litellm's offline price map. Nothing is spent: no judge
+is called, the embedded judge is not started, no API key is read into a connection, and the
+cache is only read (opened read-only; a cache folder that does not exist is not created).
 
 A model the price map cannot price has cost ``None`` ("unknown"), never 0. The embedded judge
 runs on this machine: it has no provider bill, so its cost is 0 and says why.
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgekit.axes import axis_named
 from judgekit.cache import VerdictCache
 from judgekit.run.api import RunOptions, cache_dir_of
-from judgekit.run.judging import JudgeJob, _identity
+from judgekit.run.judging import JudgeJob, differing_identity, look_up_by_fingerprint
 from judgekit.run.plan import Select, iter_plans
 from judgekit.suite import Budget, LoadedSuite, load_suite
 
@@ -173,7 +173,7 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
                         _count(estimate.deterministic[name], res.status)
                     elif res.status == "error":
                         _count(estimate.judge_input_errors, name)
-            answered = _by_fingerprint(plan.jobs, store, estimate) if store is not None else set()
+            answered = _by_fingerprint(plan.jobs, store, estimate)
             fresh: dict[str, JudgeJob] = {}
             for judgement in plan.judgements:
                 _count(estimate.judged, judgement.axis)
@@ -191,36 +191,18 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
     return estimate
 
 
-def _own(verdict, job: JudgeJob) -> bool:
-    """Whether a stored verdict is this job's own: the run refuses one whose provenance names
-    another judge or rubric."""
-    return all(getattr(verdict.provenance, name) == value for name, value in _identity(job).items())
-
-
-def _by_fingerprint(jobs: list[JudgeJob], store: VerdictCache, estimate: RunEstimate) -> set[str]:
-    """The keys of the questions the cache's memo answers, as the run finds them: by
-    fingerprint, without rendering a prompt (each such job learns its key). A fingerprint entry
-    refused is counted; a verdict refused here is not, since it is read again by its key."""
-    groups: dict[str, list[JudgeJob]] = {}
-    for job in jobs:
-        if job.fingerprint is not None:
-            groups.setdefault(job.fingerprint, []).append(job)
-    if not groups:
-        return set()
-    before = len(store.refused)
-    keys = store.keys_for(list(groups))
-    for _, reason in store.refused[before:]:
+def _by_fingerprint(jobs: list[JudgeJob], store: VerdictCache | None, estimate: RunEstimate) -> set[str]:
+    """The keys of the questions the cache's memo answers, found as the run finds them
+    (``look_up_by_fingerprint``), without rendering a prompt; each such job learns its key."""
+    lookup = look_up_by_fingerprint(jobs, store)
+    for reason in lookup.refused:
         _count(estimate.cache_refused, _refused_kind(reason))
-    # Refusals of verdicts read here are not counted: those questions are looked up by their
-    # key next, and counted there.
-    found = store.get_many([(key, groups[fingerprint][0].axis) for fingerprint, key in keys.items()])
     answered: set[str] = set()
-    for fingerprint, key in keys.items():
-        verdict = found.get(key)
-        if verdict is None or not _own(verdict, groups[fingerprint][0]):
-            continue
-        for job in groups[fingerprint]:
-            job.known_key = key
+    for key, verdict, indexes in lookup.found:
+        if differing_identity(verdict, jobs[indexes[0]]):
+            continue  # looked up by its key next, and counted there
+        for index in indexes:
+            jobs[index].known_key = key
         answered.add(key)
     return answered
 
@@ -228,8 +210,8 @@ def _by_fingerprint(jobs: list[JudgeJob], store: VerdictCache, estimate: RunEsti
 def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: VerdictCache | None,
                      judges: dict[tuple[str, str], JudgeEstimate], pricer: _Pricer, answered: set[str]) -> None:
     """Count one window's new questions: cached (as the run would take them) or to ask.
-    ``answered``: keys the memo already found (their verdicts are not read again)."""
-    answered = set(answered)
+    ``answered``: keys the memo already found (their verdicts are not read again); the keys
+    found here are added to it."""
     unread = {key: job for key, job in fresh.items() if key not in answered}
     if store is not None and unread:
         before = len(store.refused)
@@ -237,10 +219,10 @@ def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: V
         for _, reason in store.refused[before:]:
             _count(estimate.cache_refused, _refused_kind(reason))
         for key, verdict in found.items():
-            if _own(verdict, unread[key]):
-                answered.add(key)
-            else:
+            if differing_identity(verdict, unread[key]):
                 _count(estimate.cache_refused, "its provenance names another judge or rubric")
+            else:
+                answered.add(key)
     for key, job in fresh.items():
         target = job.judge
         judge = judges.get((target.model_pin, target.endpoint))

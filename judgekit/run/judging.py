@@ -444,30 +444,12 @@ class JudgeRunner:
         without rendering their prompts; the indexes of the others, in order. A verdict found
         this way is checked as any cached one is; one that is refused, or missing, leaves its
         jobs to be rendered and looked up by their own key (where a refusal is counted once)."""
-        keys_for = getattr(self.cache, "keys_for", None)  # a store without a memo answers nothing here
-        if keys_for is None:
-            return list(range(len(jobs)))
-        groups: dict[str, list[int]] = {}
-        rest: list[int] = []
-        for index, job in enumerate(jobs):
-            if (fingerprint := job.fingerprint) is None:
-                rest.append(index)
-            else:
-                groups.setdefault(fingerprint, []).append(index)
-        if not groups:
-            return rest
-        refused = getattr(self.cache, "refused", [])
-        before = len(refused)
-        keys = keys_for(list(groups))
-        for _, reason in refused[before:]:  # fingerprint entries: read here only
+        lookup = look_up_by_fingerprint(jobs, self.cache)
+        for reason in lookup.refused:
             self._count_refused(reason)
-        # Not counted here: a verdict entry refused now is read again by its key below, and
-        # counted there, once.
-        found = self.cache.get_many([(key, jobs[groups[fp][0]].axis) for fp, key in keys.items()]) if keys else {}
-        for fingerprint, indexes in groups.items():
-            key = keys.get(fingerprint)
-            cached = found.get(key) if key is not None else None
-            if cached is None or self._foreign(cached, jobs[indexes[0]]) is not None:
+        rest = lookup.rest
+        for key, cached, indexes in lookup.found:
+            if self._foreign(cached, jobs[indexes[0]]) is not None:
                 rest.extend(indexes)
                 continue
             for index in indexes:
@@ -509,8 +491,7 @@ class JudgeRunner:
         identity (and so its approval). Whether the reported model matched the pin is worked
         out again, never taken from the entry.
         """
-        differing = [name for name, value in _identity(job).items() if getattr(cached.provenance, name) != value]
-        if differing:
+        if differing := differing_identity(cached, job):
             return f"its provenance names another judge or rubric ({', '.join(differing)})"
         cached.provenance.model_mismatch = _mismatch(job.judge, cached.provenance.reported_model)
         return None
@@ -621,6 +602,57 @@ class JudgeRunner:
                 provenance=self._provenance(job, key, latency_s=latency(), **usage),
             )
         return self._unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)
+
+
+@dataclass
+class MemoLookup:
+    """What a store's memo says of a list of jobs (``look_up_by_fingerprint``)."""
+
+    found: list[tuple[str, JudgeVerdict, list[int]]]
+    """(key, its stored verdict, the indexes of the jobs with that fingerprint), not yet checked
+    against the jobs' own judge and rubric."""
+    rest: list[int]
+    """Jobs the memo cannot answer: no fingerprint, no entry, or no verdict under its key."""
+    refused: list[str]
+    """Why each fingerprint entry was refused (a verdict refused here is not listed: its jobs
+    are in ``rest``, looked up by their key next, and counted there)."""
+
+
+def look_up_by_fingerprint(jobs: list[JudgeJob], store: VerdictStore | None) -> MemoLookup:
+    """The stored verdicts the memo names for these jobs, by fingerprint, without rendering a
+    prompt: the one lookup a run and a dry run share. A store without a memo answers nothing."""
+    keys_for = getattr(store, "keys_for", None)
+    if keys_for is None:
+        return MemoLookup([], list(range(len(jobs))), [])
+    groups: dict[str, list[int]] = {}
+    rest: list[int] = []
+    for index, job in enumerate(jobs):
+        if (fingerprint := job.fingerprint) is None:
+            rest.append(index)
+        else:
+            groups.setdefault(fingerprint, []).append(index)
+    if not groups:
+        return MemoLookup([], rest, [])
+    refused = getattr(store, "refused", [])
+    before = len(refused)
+    keys = keys_for(list(groups))
+    reasons = [reason for _, reason in refused[before:]]
+    found = store.get_many([(key, jobs[groups[fp][0]].axis) for fp, key in keys.items()]) if keys else {}
+    answered: list[tuple[str, JudgeVerdict, list[int]]] = []
+    for fingerprint, indexes in groups.items():
+        key = keys.get(fingerprint)
+        cached = found.get(key) if key is not None else None
+        if cached is None:
+            rest.extend(indexes)
+        else:
+            answered.append((key, cached, indexes))
+    return MemoLookup(answered, rest, reasons)
+
+
+def differing_identity(verdict: JudgeVerdict, job: JudgeJob) -> list[str]:
+    """The provenance fields of a stored verdict that name another judge or rubric than the
+    job's own (empty when it is the job's): a run refuses such a verdict."""
+    return [name for name, value in _identity(job).items() if getattr(verdict.provenance, name) != value]
 
 
 def _identity(job: JudgeJob) -> dict[str, Any]:
