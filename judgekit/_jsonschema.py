@@ -329,12 +329,27 @@ def _const_checker(validator: Any) -> Any:
         return None
     value = schema["const"]
     message = next(iter(Draft202012Validator.VALIDATORS["const"](validator, value, _NEVER_EQUAL, schema))).message
+    # Python's == holds wherever JSON equality does (1 == 1.0, objects in any key order), and
+    # more only where a boolean meets a number equal to it (True == 1): where VALUE holds no
+    # boolean and no number 0 or 1, the two agree, and == compares without a call per level.
+    confusable = _holds_bool_or_unit(value)
 
     def first(instance: Any) -> str | None:
         _regex.spend("argument schema")
-        return None if _json_equal(instance, value) else message
+        if instance != value:
+            return message
+        return None if not confusable or _json_equal(instance, value) else message
 
     return first
+
+
+def _holds_bool_or_unit(value: Any) -> bool:
+    """Whether ``value`` holds, at any depth, a boolean or a number equal to 0 or 1."""
+    if isinstance(value, dict):
+        return any(map(_holds_bool_or_unit, value.values()))
+    if isinstance(value, list):
+        return any(map(_holds_bool_or_unit, value))
+    return isinstance(value, (bool, int, float)) and value in (0, 1)
 
 
 class _NeverEqual:

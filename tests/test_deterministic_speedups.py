@@ -269,6 +269,23 @@ def test_cached_checkers_give_the_errors_the_validator_gave(schema, instances):
         assert first_error(json.loads(json.dumps(schema)), instance) == expected  # another object, same content
 
 
+_CONST_LEAVES = st.sampled_from([0, 1, 2, -1, 0.0, 1.0, -0.0, 2.5, True, False, None, "", "0", "1", "a"])
+const_values = st.recursive(
+    _CONST_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(const_values, const_values)
+def test_a_const_is_checked_with_the_validator_s_equality(expected, instance):
+    # The const checker compares with == first; booleans beside 0 and 1 must still differ.
+    schema = {"const": expected}
+    assert first_error(schema, instance) == reference_first_error(schema, instance)
+    assert first_error(schema, expected) is None
+
+
 def test_different_schemas_get_their_own_errors():
     economy, business = {"const": "economy"}, {"const": "business"}
     assert first_error(economy, "business") == "'economy' was expected"
