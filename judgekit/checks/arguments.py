@@ -371,13 +371,16 @@ class Argument:
 class CallPlan:
     """What one expected call checks in the call matched to it."""
 
-    __slots__ = ("tool", "names", "arguments", "declaration")
+    __slots__ = ("tool", "names", "arguments", "declaration", "tool_point", "arg_points")
 
-    def __init__(self, expected: ExpectedCall, declaration: Declaration | None):
+    def __init__(self, expected: ExpectedCall, declaration: Declaration | None, position: int = 0):
         self.tool = expected.tool
         self.names = expected.argument_names()
         self.arguments = [Argument(name, expected, declaration) for name in self.names]
         self.declaration = declaration
+        # The names of its points, the same in every result: "call[0] update_user: tool", ...
+        self.tool_point = f"call[{position}] {self.tool}: tool"
+        self.arg_points = [f"call[{position}] {self.tool}: arg {name}" for name in self.names]
 
     def verdicts(self, args: dict[str, Any], first_error: FirstError) -> list[Verdict]:
         """A Verdict for each expected argument, in the rubric's order."""
@@ -404,7 +407,8 @@ def plans_for(criteria: ToolCorrectnessCriteria) -> list[CallPlan]:
     if entry is not None and entry[0] is criteria:
         return entry[1]
     declarations = {tool: Declaration(tool, schema) for tool, schema in criteria.tools.items()}
-    plans = [CallPlan(expected, declarations.get(expected.tool)) for expected in criteria.expected_calls]
+    plans = [CallPlan(expected, declarations.get(expected.tool), position)
+             for position, expected in enumerate(criteria.expected_calls)]
     with _plans_lock:
         while len(_plans) >= MAX_CACHED_PLANS:
             del _plans[next(iter(_plans))]

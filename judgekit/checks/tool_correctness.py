@@ -93,21 +93,17 @@ def _score(criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: Wor
 
     items: list[ToolPoint] = []
     args_valid = 0
-    for i, exp in enumerate(expected):
-        label = f"call[{i}] {exp.tool}"
+    for i, (exp, plan) in enumerate(zip(expected, plans)):
         if i in pairs:
             index, _ = in_scope[pairs[i]]
-            items.append(ToolPoint(point=f"{label}: tool", earned=True, reason=f"matched by call #{index}"))
-            for name, ok, reason, _ in verdicts[i][pairs[i]]:
+            items.append(ToolPoint(point=plan.tool_point, earned=True, reason=f"matched by call #{index}"))
+            for point, (_, ok, reason, _) in zip(plan.arg_points, verdicts[i][pairs[i]]):
                 args_valid += ok
-                items.append(ToolPoint(point=f"{label}: arg {name}", earned=ok, reason=f"call #{index}: {reason}"))
+                items.append(ToolPoint(point=point, earned=ok, reason=f"call #{index}: {reason}"))
         else:
             why = _why_unmatched(exp, in_scope, criteria.ordered)
-            items.append(ToolPoint(point=f"{label}: tool", earned=False, reason=why))
-            items.extend(
-                ToolPoint(point=f"{label}: arg {name}", earned=False, reason="no matching call")
-                for name in plans[i].names
-            )
+            items.append(ToolPoint(point=plan.tool_point, earned=False, reason=why))
+            items.extend(ToolPoint(point=point, earned=False, reason="no matching call") for point in plan.arg_points)
 
     count_ok = len(in_scope) == len(expected)
     items.append(
