@@ -185,23 +185,25 @@ UNDECIDED: Any = object()
 """What ``fast_json_loads`` returns when only the reference parser can decide."""
 
 # One pass of bytes.translate marks what the reference alone judges exactly. Digits and "." become
-# "0", "-" stays; an exponent's "e", "E" or "+" become "e"; both opening brackets "["; what may
-# stand before a number (":", ",", whitespace) ","; anything else (quotes, punctuation) a space.
-# The other letters and every non-ASCII byte are deleted in the same pass: they can be neither in
-# a number nor right before one, so the checks find every number they found before, in a text
-# about a third as long. (What deleting them may join, digits and e's of a string such as a hex
-# hash, is at worst taken for a number: the value is searched, or the reference reads the line.)
+# "0", "-" stays; an exponent's "e" or "E" become "e"; both opening brackets "["; what may stand
+# before a number (":", ",", whitespace) ","; anything else (quotes, punctuation) a space. The
+# other letters, "+" and every non-ASCII byte are deleted in the same pass: they can be neither
+# in a number nor right before one ("+" only after its exponent's "e": "1e+400" is marked
+# "0e000", as "1e400" is), so the checks find every number they found before, in a text about a
+# third as long. (What deleting them may join, digits and e's of a string such as a hex hash, is
+# at worst taken for a number: the value is searched, or the reference reads the line.)
 _SUSPECT = bytearray(b" " * 256)
 _SUSPECT[ord("-")] = ord("-")
 for _byte in b"0123456789.":
     _SUSPECT[_byte] = ord("0")
-for _byte in b"eE+":
+for _byte in b"eE":
     _SUSPECT[_byte] = ord("e")
 for _byte in b":, \t\n\r":
     _SUSPECT[_byte] = ord(",")
 _SUSPECT[ord("[")] = _SUSPECT[ord("{")] = ord("[")
 _SUSPECT_TABLE = bytes(_SUSPECT)
-_UNMARKED = bytes(byte for byte in range(256) if byte >= 0x80 or (chr(byte).isalpha() and byte not in b"eE"))
+_UNMARKED = bytes(byte for byte in range(256)
+                  if byte >= 0x80 or byte == ord("+") or (chr(byte).isalpha() and byte not in b"eE"))
 del _SUSPECT, _byte
 _RUNS_TABLE = bytes(ord("r") if byte in b"0e-" else ord("x") for byte in range(256))
 _LONG_DIGITS = b"0" * 200
@@ -250,10 +252,11 @@ def fast_json_loads(raw: bytes, max_depth: int = MAX_DEPTH) -> Any:
 
 def _big_exponent(marks: bytes) -> bool:
     """Whether the marked text has an exponent of three digits or more where a number can be: a
-    run of digits and exponent marks right after ``[``, ``:``, ``,``, whitespace or the start.
-    Hex text ("ab4e123" in a hash) looks like an exponent but follows a quote (the letters before
-    it are deleted); one inside a string after a space is taken for one, and the value searched."""
-    at = marks.find(b"e000")
+    digit, an exponent mark and three digits (an exponent always follows its mantissa's last
+    digit), in a run of number marks right after ``[``, ``:``, ``,``, whitespace or the start.
+    Hex text ("ab4e123" in a hash) looks like one but follows a quote (the letters before it are
+    deleted); one inside a string after a space is taken for one, and the value searched."""
+    at = marks.find(b"0e000")
     if at == -1:
         return False
     runs = marks.translate(_RUNS_TABLE)  # a number's marks ("0", "e", "-") become "r"
@@ -264,7 +267,7 @@ def _big_exponent(marks: bytes) -> bool:
         end = runs.find(b"x", at)  # the next search starts past this run
         if end == -1:
             return False
-        at = marks.find(b"e000", end)
+        at = marks.find(b"0e000", end)
     return False
 
 
