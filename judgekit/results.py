@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -61,11 +62,16 @@ class _AxisResultBase(_Strict):
         # A record read back (gate, label --verdicts) may be hand-made: "scored" without a value
         # would be no measurement at all.
         if self.status == "scored":
-            missing = [name for name in ("score", "passed") if name in type(self).model_fields
-                       and getattr(self, name) is None]
+            missing = [name for name in _value_fields(type(self)) if getattr(self, name) is None]
             if missing:
                 raise ValueError(f"a scored result needs its {' and '.join(missing)}")
         return self
+
+
+@cache
+def _value_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of an axis result a scored one must fill (looked up once per class)."""
+    return tuple(name for name in ("score", "passed") if name in cls.model_fields)
 
 
 class TaskSuccessResult(_AxisResultBase):

@@ -96,7 +96,7 @@ class Trajectory(BaseModel):
     @model_validator(mode="after")
     def _turns_among_calls(self) -> Trajectory:
         placed = [turn.before_call for turn in self.turns]
-        if any(at > len(self.calls) for at in placed):
+        if placed and max(placed) > len(self.calls):
             raise ValueError(f"a turn is placed after call {max(placed)}, but the run made {len(self.calls)} call(s)")
         if placed != sorted(placed):
             raise ValueError("turns must be in order (before_call never decreasing)")
