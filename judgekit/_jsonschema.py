@@ -329,16 +329,17 @@ def _const_checker(validator: Any) -> Any:
         return None
     value = schema["const"]
     message = next(iter(Draft202012Validator.VALIDATORS["const"](validator, value, _NEVER_EQUAL, schema))).message
-    # Python's == holds wherever JSON equality does (1 == 1.0, objects in any key order), and
-    # more only where a boolean meets a number equal to it (True == 1): where VALUE holds no
-    # boolean and no number 0 or 1, the two agree, and == compares without a call per level.
-    confusable = _holds_bool_or_unit(value)
+    # Where VALUE holds no boolean and no number 0 or 1, Python's == says equal only where JSON
+    # equality does (it says more only where a boolean meets a number equal to it: True == 1),
+    # and it compares without a Python call per level: an equal argument is accepted by it. Any
+    # other comparison is the validator's (a tuple built in code equals a list there, not here).
+    plain = not _holds_bool_or_unit(value)
 
     def first(instance: Any) -> str | None:
         _regex.spend("argument schema")
-        if instance != value:
-            return message
-        return None if not confusable or _json_equal(instance, value) else message
+        if plain and instance == value:
+            return None
+        return None if _json_equal(instance, value) else message
 
     return first
 
