@@ -130,9 +130,10 @@ def check_tree(value: Any, *, max_depth: int = MAX_DEPTH, surrogates: bool = Tru
 
 
 def _check_depth(value: Any, max_depth: int) -> None:
-    """``check_tree(value, max_depth=max_depth, surrogates=False)`` for a value fresh from
-    ``json.loads`` (plain dicts and lists): the same refusal, one level at a time over the
-    containers alone, so a long document whose scalars are most of it is walked quickly."""
+    """``check_tree(value, max_depth=max_depth, surrogates=False)`` for a value fresh from a
+    parser (``json.loads`` or jiter: plain dicts and lists): the same refusal, one level at a
+    time over the containers alone, so a long document whose scalars are most of it is walked
+    quickly."""
     level = [value] if type(value) is dict or type(value) is list else []
     depth = 0
     while level:
