@@ -341,3 +341,37 @@ def test_the_digest_shared_by_a_rubric_and_judge_is_what_each_job_would_work_out
     spec = jobs[0][0].judge.spec
     with pytest.raises(ValidationError):
         spec.seed = 7  # frozen: a digest worked out from a spec stays true to it
+
+
+def test_a_refused_entry_of_a_read_only_cache_is_asked_once_however_many_windows_repeat_it(tmp_path, server, monkeypatch):
+    # A cache this process cannot write (tried, as root cannot be refused by modes: the probe
+    # says no) cannot take the verdict asked in place of an entry whose provenance names
+    # another judge. The run keeps that answer for its later windows, so a question repeated
+    # in them is asked once and refused once: the figures the dry run gives.
+    from judgekit import cache as cache_module
+    from judgekit.run import RunOptions
+    from judgekit.run.estimate import estimate_run
+    from test_judge_runner import MODEL
+    from judgekit.judge.resolve import JudgeOverride
+
+    suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
+    first, _ = run_suite(suite, cache, server)
+    keys = [a.judge.cache_key for a in faithfulness(first).values()]
+    repeated = next(key for key in keys if keys.count(key) > 1)
+    envelope = json.loads(rows(cache)[repeated])
+    envelope["verdict"]["provenance"]["endpoint"] = "http://127.0.0.1:9/another-judge"
+    set_value(cache, repeated, json.dumps(envelope, separators=(",", ":")))
+    monkeypatch.setattr(cache_module, "writable", lambda directory, db: False)
+
+    before = server.request_count
+    second, ledger = run_suite(suite, cache, server, window=1)
+    assert ledger.cache_read_only
+    assert server.request_count - before == ledger.calls == 1  # asked in its first window only
+    refusal = {"its provenance names another judge or rubric": 1}
+    assert ledger.cache_refused == refusal
+    assert [verdict_content(x) for x in faithfulness(second).values()] == [
+        verdict_content(x) for x in faithfulness(first).values()]
+    estimate = estimate_run(suite, RunOptions(override=JudgeOverride(model=MODEL, api_base=server.base_url),
+                                              cache_dir=cache, window=1))
+    assert (estimate.to_ask, estimate.cache_refused) == (ledger.calls, refusal)
+    assert rows(cache)[repeated] == json.dumps(envelope, separators=(",", ":"))  # nothing written

@@ -458,19 +458,19 @@ class JudgeRunner:
         return sorted(rest)
 
     def _cached(self, wanted: list[tuple[str, str]]) -> dict[str, JudgeVerdict]:
-        """What the store (then the memo) already holds for these questions, read in one go."""
-        found: dict[str, JudgeVerdict] = {}
+        """What this run and the store already hold for these questions, read in one go. The
+        memo (verdicts this run asked for and no store keeps) comes first: what the store holds
+        for them it could not take, and may be an entry refused before (a read-only cache keeps
+        it), so it is not read, refused and asked again in every later window."""
+        found = {key: self._memo[key].model_copy(deep=True) for key, _ in wanted if key in self._memo}
         if self.cache is not None:
             before = len(getattr(self.cache, "refused", ()))
-            found = self.cache.get_many(wanted)
+            found |= self.cache.get_many([(key, axis) for key, axis in wanted if key not in found])
             report = self.cache.report()
             self.ledger.cache_dir = report.get("directory")
             self.ledger.cache_read_only = not self.cache.writable
             for _, reason in list(getattr(self.cache, "refused", ()))[before:]:
                 self._count_refused(reason)
-        for key, _ in wanted:
-            if key not in found and key in self._memo:
-                found[key] = self._memo[key].model_copy(deep=True)
         return found
 
     def _count_refused(self, reason: str) -> None:
