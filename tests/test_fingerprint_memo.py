@@ -20,14 +20,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from judgekit import cache as cache_module
 from judgekit import prompt as prompt_module
 from judgekit.cache import FINGERPRINT_PREFIX, VerdictCache
 from judgekit.cli import main as cli_main
-from judgekit.run import plan_run
+from judgekit.judge.resolve import JudgeOverride
+from judgekit.run import RunOptions, plan_run
 from judgekit.run import judging
+from judgekit.run.estimate import estimate_run
 from judgekit.suite import load_suite
 from judgekit.testing import ScriptedOpenAIServer
-from test_judge_runner import EXAMPLE_JUDGE, example_suite, faithfulness, run_suite, scripted_judge, verdict_content
+from test_judge_runner import EXAMPLE_JUDGE, MODEL, example_suite, faithfulness, run_suite, scripted_judge, verdict_content
 
 
 @pytest.fixture(scope="module")
@@ -348,12 +351,6 @@ def test_a_refused_entry_of_a_read_only_cache_is_asked_once_however_many_windows
     # says no) cannot take the verdict asked in place of an entry whose provenance names
     # another judge. The run keeps that answer for its later windows, so a question repeated
     # in them is asked once and refused once: the figures the dry run gives.
-    from judgekit import cache as cache_module
-    from judgekit.run import RunOptions
-    from judgekit.run.estimate import estimate_run
-    from test_judge_runner import MODEL
-    from judgekit.judge.resolve import JudgeOverride
-
     suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
     first, _ = run_suite(suite, cache, server)
     keys = [a.judge.cache_key for a in faithfulness(first).values()]
