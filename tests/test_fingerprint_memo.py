@@ -357,7 +357,8 @@ def test_a_refused_entry_of_a_read_only_cache_is_asked_once_however_many_windows
     repeated = next(key for key in keys if keys.count(key) > 1)
     envelope = json.loads(rows(cache)[repeated])
     envelope["verdict"]["provenance"]["endpoint"] = "http://127.0.0.1:9/another-judge"
-    set_value(cache, repeated, json.dumps(envelope, separators=(",", ":")))
+    tampered = json.dumps(envelope, separators=(",", ":"))
+    set_value(cache, repeated, tampered)
     monkeypatch.setattr(cache_module, "writable", lambda directory, db: False)
 
     before = server.request_count
@@ -371,4 +372,4 @@ def test_a_refused_entry_of_a_read_only_cache_is_asked_once_however_many_windows
     estimate = estimate_run(suite, RunOptions(override=JudgeOverride(model=MODEL, api_base=server.base_url),
                                               cache_dir=cache, window=1))
     assert (estimate.to_ask, estimate.cache_refused) == (ledger.calls, refusal)
-    assert rows(cache)[repeated] == json.dumps(envelope, separators=(",", ":"))  # nothing written
+    assert rows(cache)[repeated] == tampered  # nothing written

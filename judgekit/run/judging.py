@@ -459,9 +459,9 @@ class JudgeRunner:
 
     def _cached(self, wanted: list[tuple[str, str]]) -> dict[str, JudgeVerdict]:
         """What this run and the store already hold for these questions, read in one go. The
-        memo (verdicts this run asked for and no store keeps) comes first: what the store holds
-        for them it could not take, and may be an entry refused before (a read-only cache keeps
-        it), so it is not read, refused and asked again in every later window."""
+        memo (verdicts this run asked for and no store could keep) comes first, and the store is
+        not read for its keys: what a read-only store holds under them may be the entry refused
+        when they were asked, and would be refused, and asked, again in every later window."""
         found = {key: self._memo[key].model_copy(deep=True) for key, _ in wanted if key in self._memo}
         if self.cache is not None:
             before = len(getattr(self.cache, "refused", ()))
