@@ -144,7 +144,10 @@ class Exec:
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The server's events so far: complete lines only. The server (another process) may be
+    writing the last one as this reads, and a read can see part of it."""
+    text = path.read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def wait_for_events(path: Path, since: float, kind: str, count: int, timeout_s: float = 60) -> None:
