@@ -23,7 +23,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -42,33 +43,87 @@ DEFAULT_REGISTERED = date(1970, 1, 1)
 
 
 MAX_NAME = 100
-"""The longest name part ``name_part`` gives: file names built from it stay far below 255 bytes."""
+"""The longest name ``file_name`` gives, in characters and so in bytes (it gives ASCII only):
+with a prefix and an extension a file name built from it stays far below the 255 bytes file
+systems allow."""
+MAX_PART = 255
+"""The longest part of a path under ``--out`` the writer accepts, in bytes (the file systems' limit)."""
+
+_OTHER = re.compile(r"[^A-Za-z0-9._-]+")
+# Device names Windows reserves, whatever follows a dot: "nul.jsonl" is the device too.
+_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
 
 
-def name_part(text: str, default: str = "") -> str:
-    """``text`` as a part of a rubric id or a file name under ``--out``: lower case, each run of
-    characters other than letters, digits, '.', '_' and '-' one '-', no leading or trailing
-    punctuation (``default`` when nothing is left). A name longer than ``MAX_NAME`` is cut and
-    ends in 12 hex digits of the whole text's sha256, so two long names cut alike stay apart."""
-    part = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    if len(part) > MAX_NAME:
-        part = f"{part[:MAX_NAME - 13].rstrip('-._')}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-    return part or default
+def file_name(text: str, default: str, *, lower: bool = False) -> str:
+    """``text``, a name taken from an input (a task, dataset, category, model, conversation or
+    question), as one file or folder name under ``--out`` or a part of one. Every name an
+    importer writes under goes through here, whatever it names; ``lower``: also a part of a
+    rubric id (lower case).
+
+    Each run of characters other than ASCII letters, digits, '.', '_' and '-' becomes one '-',
+    and leading and trailing '.' and '-' go: the name holds no path separator, control or
+    bidirectional character, and is never '.', '..' or hidden. An ordinary name (``my_task``)
+    is itself. A name that is then empty (``default``, an ordinary name, stands for it),
+    longer than ``MAX_NAME`` (cut) or a device name Windows reserves (``CON``, ``nul.x``) ends
+    in '-' and 12 hex digits of ``text``'s sha256, so that two such names stay apart. Names
+    that differ only in the characters replaced (``a/b``, ``a b``) or in case become one: an
+    importer that writes several names keeps them apart with ``Names`` or a check of its own.
+    """
+    part = _OTHER.sub("-", text.lower() if lower else text).strip(".-")
+    device = _DEVICE.fullmatch(part) is not None
+    if part and len(part) <= MAX_NAME and not device:
+        return part
+    if device:
+        part = part.replace(".", "-", 1)  # "nul-x...", not "nul.x-...": Windows reads up to the first dot
+    stem = part[:MAX_NAME - 13].rstrip(".-") or default
+    return f"{stem}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+
+
+class Names:
+    """The file names one import gives things of its input (``file_name``), so that no two of
+    them share one (the second would silently replace the first). Names are compared in lower
+    case, as macOS and Windows compare them."""
+
+    def __init__(self) -> None:
+        self._owners: dict[str, str] = {}
+
+    def give(self, text: str, default: str, src: Path, *, owner: str | None = None, lower: bool = False) -> str:
+        """``file_name(text, default, lower=lower)`` for ``owner`` (a description of the thing
+        named, ``text`` when not given); an InputError naming ``src`` when another owner has it."""
+        name = file_name(text, default, lower=lower)
+        owner = text if owner is None else owner
+        first = self._owners.setdefault(name.lower(), owner)
+        if first != owner:
+            raise InputError(f"{owner} and {first} would both be written as {name!r}: rename one", src)
+        return name
 
 
 def _relative(name: str | PurePosixPath) -> PurePosixPath:
     path = PurePosixPath(name)
     if path.is_absolute() or not path.parts or any(part in ("", ".", "..") for part in path.parts):
         raise ValueError(f"an importer may only write below --out, not {str(name)!r}")
+    # A bug in an importer, not an input error: every name from the input goes through file_name.
+    if any(_OTHER.search(part) or part.startswith(".") or len(part) > MAX_PART for part in path.parts):
+        raise ValueError(f"an importer writes names file_name gives, not {str(name)[:300]!r}")
     return path
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """An OSError while writing (no space, no permission, a path too long) as an InputError
+    naming ``path``: the import stops with nothing written, and says why."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
 
 
 class LineSink:
     """One JSON Lines file being streamed to the staging folder."""
 
-    def __init__(self, handle: IO[str], relative: PurePosixPath):
+    def __init__(self, handle: IO[str], final: Path):
         self._handle = handle
-        self.relative = relative
+        self.final = final
         self.count = 0
 
     def add(self, record: BaseModel | dict[str, Any]) -> None:
@@ -77,7 +132,10 @@ class LineSink:
             line = record.model_dump_json(exclude_defaults=True)
         else:
             line = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        self._handle.write(line + "\n")
+        try:
+            self._handle.write(line + "\n")
+        except OSError as exc:  # not _writing: a plain try costs nothing per record
+            raise InputError(f"cannot write: {exc.strerror or exc}", self.final) from None
         self.count += 1
 
 
@@ -148,7 +206,8 @@ class ImportWriter:
             self._written.add(final)
             self.written.append(final)
         staged = self._stage / relative
-        staged.parent.mkdir(parents=True, exist_ok=True)
+        with _writing(final):
+            staged.parent.mkdir(parents=True, exist_ok=True)
         return relative, staged
 
     def lines(self, name: str | PurePosixPath) -> LineSink:
@@ -157,15 +216,16 @@ class ImportWriter:
         relative = _relative(name)
         if relative not in self._open:
             relative, staged = self._target(relative)
-            handle = staged.open("x", encoding="utf-8", newline="\n")
-            self._open[relative] = (handle, LineSink(handle, relative))
+            with _writing(self.out / relative):
+                handle = staged.open("x", encoding="utf-8", newline="\n")
+            self._open[relative] = (handle, LineSink(handle, self.out / relative))
         return self._open[relative][1]
 
     def text(self, name: str | PurePosixPath, text: str) -> Path:
         relative, staged = self._target(name)
         if relative in self._open:
             raise ValueError(f"{relative} is being streamed; it cannot also be written whole")
-        with staged.open("w", encoding="utf-8", newline="\n") as handle:
+        with _writing(self.out / relative), staged.open("w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         return self.out / relative
 
@@ -200,10 +260,11 @@ class ImportWriter:
     def _finish(self) -> None:
         from judgekit import lock as locking
 
-        for handle, _ in self._open.values():
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
+        with _writing(self.out):
+            for handle, _ in self._open.values():
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
         self._open.clear()
         assert self._stage is not None
         for folder in sorted(self._rubric_folders):
@@ -221,7 +282,7 @@ class ImportWriter:
 
     def _move_into_place(self) -> None:
         assert self._stage is not None
-        try:
+        with _writing(self.out):
             if not self.out.exists():
                 os.replace(self._stage, self.out)
                 self._stage = None
@@ -235,5 +296,3 @@ class ImportWriter:
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, final)
                 fsync_folder(final.parent)
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror or exc}", self.out) from None

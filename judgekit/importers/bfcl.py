@@ -86,7 +86,7 @@ from judgekit._io import (
 )
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, name_part
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name
 from judgekit.rubric import Rubric
 from judgekit.trajectory import Call, Trajectory
 
@@ -319,11 +319,16 @@ def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str)
     return expected, reference
 
 
+def _rubric_id(question_id: str) -> str:
+    """The rubric id of a question, and the name of its rubric and trajectories files."""
+    return f"bfcl-{file_name(question_id, 'question', lower=True)}"
+
+
 def _rubric(question: dict[str, Any], expected: list[dict] | None, registered: date) -> Rubric:
     where = question["id"]
     tools = {f["name"]: json_schema(f.get("parameters", {}), f"{where}: {f['name']}") for f in question["function"]}
     return Rubric.model_validate({
-        "id": f"bfcl-{name_part(question['id'])}",
+        "id": _rubric_id(question["id"]),
         "version": "1.0.0",
         "registered": registered,
         "description": _prompt_text(question),
@@ -536,10 +541,10 @@ def import_bfcl(src: Path, out: Path, *, registered: date | None = None) -> list
             models = _model_results(folder, path, opened)
             count = 0
             for line, question in _questions(path):
-                slug = name_part(question["id"])
-                if slug in seen:
-                    raise InputError(f"question {question['id']!r} has the same rubric id as {seen[slug]!r}", path, line)
-                seen[slug] = question["id"]
+                named = _rubric_id(question["id"])
+                if named in seen:
+                    raise InputError(f"question {question['id']!r} has the same rubric id as {seen[named]!r}", path, line)
+                seen[named] = question["id"]
                 entries.append(_import_question(writer, question, category, path, line, answers, models, registered))
                 count += 1
             for _, index in [*models, *([("", answers)] if answers else [])]:

@@ -68,8 +68,9 @@ Mapping, per sample:
   limit (``DEFAULT_MAX_SNAPSHOT_BYTES``) to a world: a patch copying the store into itself
   doubles it each time.
 
-Writes ``trajectories/<task>.jsonl`` (characters other than letters, digits, ``.``, ``_`` and
-``-`` in the task name become ``-``), plus the world files, and no rubric or suite: an Inspect
+Writes ``trajectories/<task>.jsonl`` (the task name as the import writer's ``file_name`` gives
+it: characters other than ASCII letters, digits, ``.``, ``_`` and ``-`` become ``-``; a name
+then empty, over 100 characters or a Windows device name ends in a hash), plus the world files, and no rubric or suite: an Inspect
 log holds its scorers' results, not criteria judgekit could pre-register, so a rubric must be
 written by hand (see the README). Logs of other tasks imported into the same ``--out`` stay;
 a second log of the same task replaces the first's file.
@@ -112,7 +113,7 @@ from judgekit.errors import InputError
 from judgekit.importers._json_patch import Patch, PatchError, pointer
 from judgekit.importers._json_stream import JsonCursor as _JsonCursor
 from judgekit.importers._messages import _maybe_json, _text, messages_to_trajectory
-from judgekit.importers._writer import ImportWriter
+from judgekit.importers._writer import ImportWriter, file_name
 from judgekit.trajectory import Call, Trajectory, World
 
 MAX_LOG_VERSION = 2
@@ -123,7 +124,6 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip member's local file heade
 _SAMPLE_MEMBER = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json\Z", re.DOTALL)
 _CHUNKED_SAMPLE = re.compile(r"^samples/.+_epoch_\d+/sample\.json\Z", re.DOTALL)  # its shell member
 _ATTACHMENT = ("attachment://", "tc://")  # tc:// is the older spelling Inspect still resolves
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CHUNK = 1 << 20  # bytes read at a time from a .json log
 _BUFFER = 1 << 20
 _MAX_RESOLVED = MAX_LINE_BYTES  # attachment text put in one sample's place, in all (its line's limit)
@@ -331,7 +331,7 @@ class _Spec:
 
     @property
     def file_name(self) -> str:
-        return _UNSAFE.sub("-", self.task).strip(".-") or "task"
+        return file_name(self.task, "task")
 
 
 # --- one sample -> one trajectory ---------------------------------------------------------------

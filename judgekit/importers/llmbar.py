@@ -18,7 +18,8 @@ Conversion:
 - ``verdicts-<model>-<prompt>.jsonl`` per evaluator, judge ``<model>/<prompt>``: two verdicts per
   item, order ``original`` (swap = False) and ``swapped`` (swap = True), each naming the chosen
   answer by its original label; a null winner becomes an unscored verdict (reason
-  ``parse_failure``).
+  ``parse_failure``). The file name goes through the import writer's ``file_name``; two
+  evaluators that would share one are refused.
 
 A folder without any ``evaluators/<model>/<prompt>/result.json`` is refused (``InputError``,
 exit 2 from the CLI) and nothing is written: labels alone would measure no judge, and an
@@ -38,7 +39,7 @@ from judgekit._io import MAX_FILE_BYTES, read_json
 from judgekit.calibration.labels import Label
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
-from judgekit.importers._writer import ImportWriter
+from judgekit.importers._writer import ImportWriter, Names
 
 LABELER = "llmbar-human"
 AXIS = "task_success"
@@ -119,10 +120,12 @@ def import_llmbar(
                          "judge; point at a subset folder that has them (such as Natural/, with its "
                          "evaluators/); nothing written", src_dir)
     converted = []
+    names = Names()
     for result_path in result_paths:
         model, prompt = result_path.parent.parent.name, result_path.parent.name
         verdicts = _verdicts(dataset, _load_list(result_path), ids, f"{model}/{prompt}", result_path)
-        converted.append((f"verdicts-{model}-{prompt}.jsonl", verdicts))
+        name = names.give(f"verdicts-{model}-{prompt}", "verdicts", result_path, owner=f"judge {model}/{prompt}")
+        converted.append((f"{name}.jsonl", verdicts))
     with ImportWriter(out_dir) as writer:
         for name, records in [("labels.jsonl", labels), *converted]:
             writer.text(name, "".join(record.model_dump_json(exclude_none=True) + "\n" for record in records))

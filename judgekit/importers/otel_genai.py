@@ -95,7 +95,7 @@ from judgekit._io import (
 )
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, name_part
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name
 from judgekit.rubric import Rubric
 from judgekit.trajectory import Call, Trajectory
 
@@ -736,7 +736,7 @@ def _slug(agent: str, taken: set[str]) -> str:
     """The agent's name as a rubric id part. Two agents that would share one ("Support Agent",
     "support-agent"; any two names without ASCII letters) keep apart by a hash of the name: the
     second draft would otherwise replace the first without a word."""
-    slug = name_part(agent, "agent")
+    slug = file_name(agent, "agent", lower=True)
     if slug in taken:
         slug = f"{slug}-{hashlib.sha256(agent.encode()).hexdigest()[:8]}"
     taken.add(slug)

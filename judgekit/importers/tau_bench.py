@@ -15,7 +15,9 @@ make one run's rubric depend on the other runs in the file.
 
 Writes, through the import writer (all or nothing):
 
-- ``OUT/trajectories/task-<id>.jsonl``: the runs of each task, in the order of SRC;
+- ``OUT/trajectories/task-<id>.jsonl``: the runs of each task, in the order of SRC (``<id>``: the
+  task id, an integer with at least three digits or a string, through the import writer's
+  ``file_name`` in lower case; two task ids that would share a name are refused);
 - ``OUT/rubrics/tau-bench-task-<id>.yaml``, pre-registered in ``OUT/rubrics/rubrics.lock``:
   tool correctness expects exactly the ground-truth *write* calls, in any order, each argument
   pinned to its ground-truth value (``{"const": V}``: JSON equality, so ``1786`` is ``1786.0``);
@@ -50,7 +52,7 @@ from judgekit._io import MAX_FILE_BYTES, read_json, sha256_json
 from judgekit._jsonschema import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, Names
 from judgekit.rubric import Rubric
 
 WRITE_TOOL = re.compile(r"^(book|cancel|update|modify|send|create|delete|remove|add|exchange|return|transfer_funds|set)_")
@@ -130,6 +132,8 @@ def _check_record(record: Any, src: Path, n: int, declared: set[str]) -> None:
     for key in ("task_id", "trial", "reward", "info", "traj"):
         if key not in record:
             raise InputError(f"record {n} has no {key!r}", src)
+    if isinstance(record["task_id"], bool) or not isinstance(record["task_id"], (int, str)):
+        raise InputError(f"record {n}: task_id must be an integer or a string", src)
     task = record["info"].get("task") if isinstance(record["info"], dict) else None
     if not isinstance(task, dict) or not isinstance(task.get("actions"), list):
         raise InputError(f"record {n}: info.task.actions is missing or not a list", src)
@@ -142,12 +146,15 @@ def _check_record(record: Any, src: Path, n: int, declared: set[str]) -> None:
                              "do not declare: are they this domain's?", src)
 
 
-def _task_label(task_id: Any) -> str:
-    return f"task-{task_id:03d}" if isinstance(task_id, int) else f"task-{task_id}"
+def _task_label(task_id: int | str, names: Names, src: Path) -> str:
+    """``task-<id>``: the name of the task's trajectories file, and of its rubric after ``tau-bench-``."""
+    text = f"{task_id:03d}" if isinstance(task_id, int) else task_id
+    return "task-" + names.give(text, "id", src, owner=f"task {task_id!r}", lower=True)
 
 
-def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date, tools: dict[str, dict[str, Any]]) -> Rubric:
-    """One task's rubric; ``tools``: the write tools' declared parameters."""
+def rubric_for_task(name: str, task: dict[str, Any], registered: date, tools: dict[str, dict[str, Any]]) -> Rubric:
+    """The rubric of one task (``name``: ``_task_label``'s); ``tools``: the write tools'
+    declared parameters."""
     writes = [action for action in task["actions"] if action["name"] in tools]
     outputs = [str(o) for o in task.get("outputs") or []]
     # Without outputs there is nothing task success could check here (the database's end state
@@ -155,7 +162,7 @@ def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date, tools:
     task_success = {"task_success": {"guide": TASK_GUIDE, "required_outputs": outputs}} if outputs else {}
     return Rubric.model_validate(
         {
-            "id": f"tau-bench-{_task_label(task_id)}",
+            "id": f"tau-bench-{name}",
             "version": "1.0.0",
             "registered": registered,
             "description": task.get("instruction", ""),
@@ -180,8 +187,10 @@ def rubric_for_task(task_id: Any, task: dict[str, Any], registered: date, tools:
 def import_tau_bench(src: Path, out: Path, *, registered: date | None = None) -> list[Path]:
     declared, tools = read_tools(find_tools_file(src))
     registered = registered or DEFAULT_REGISTERED
-    tasks: dict[Any, tuple[str, int, str]] = {}  # task id -> (fingerprint of info.task, first record, rubric ref)
+    # task id -> (fingerprint of info.task, first record, rubric ref, its name: _task_label)
+    tasks: dict[Any, tuple[str, int, str, str]] = {}
     trials: set[tuple[str, str]] = set()
+    names = Names()
     with ImportWriter(out) as writer:
         for n, record in _records(src):
             _check_record(record, src, n, declared)
@@ -189,9 +198,10 @@ def import_tau_bench(src: Path, out: Path, *, registered: date | None = None) ->
             label = f"record {n} (task {task_id}, trial {record['trial']}): "
             fingerprint = sha256_json(task)
             if task_id not in tasks:
-                rubric = rubric_for_task(task_id, task, registered, tools)
+                name = _task_label(task_id, names, src)
+                rubric = rubric_for_task(name, task, registered, tools)
                 writer.rubric(rubric)
-                tasks[task_id] = (fingerprint, n, rubric.ref)
+                tasks[task_id] = (fingerprint, n, rubric.ref, name)
             elif tasks[task_id][0] != fingerprint:
                 raise InputError(f"{label}its info.task differs from record {tasks[task_id][1]}'s, which the "
                                  "task's rubric was written from: every run of a task must have the same task", src)
@@ -201,16 +211,16 @@ def import_tau_bench(src: Path, out: Path, *, registered: date | None = None) ->
             trials.add(trial)
             trajectory = messages_to_trajectory(
                 record["traj"],
-                trajectory_id=f"{_task_label(task_id)}-trial-{record['trial']}",
+                trajectory_id=f"{tasks[task_id][3]}-trial-{record['trial']}",
                 prompt=task.get("instruction"),
                 metadata={"task_id": task_id, "trial": record["trial"], "reward": record["reward"], "source": src.name},
                 output="all",
                 is_error=lambda text: text.startswith("Error:"),
                 where=(str(src), None, label),
             )
-            writer.lines(f"trajectories/{_task_label(task_id)}.jsonl").add(trajectory)
+            writer.lines(f"trajectories/{tasks[task_id][3]}.jsonl").add(trajectory)
         entries = [
-            {"file": f"trajectories/{_task_label(task_id)}.jsonl", "rubric": tasks[task_id][2]}
+            {"file": f"trajectories/{tasks[task_id][3]}.jsonl", "rubric": tasks[task_id][2]}
             for task_id in sorted(tasks, key=lambda t: (str(type(t)), t))
         ]
         if not entries:

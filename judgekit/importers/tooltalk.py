@@ -12,8 +12,9 @@ SRC's folder, then in its parent (the published layout: ``easy/``, ``databases/`
 ``api_schemas.json`` side by side); either missing is an error naming where it looked.
 
 Each conversation becomes one trajectory, ``OUT/trajectories/<name>.jsonl`` (id
-``tooltalk-<name>``, ``name`` in lower case with other characters as ``-``; one over 100
-characters keeps its first 87 and ends with ``-`` and 12 hex digits of the whole name's sha256):
+``tooltalk-<name>``, ``name`` in lower case through the import writer's ``file_name``: other
+characters than letters, digits, ``.``, ``_`` and ``-`` as ``-``; one then empty, over 100
+characters or a Windows device name ends in ``-`` and 12 hex digits of the whole name's sha256):
 
 - ``calls``: the reference ``apis`` of every assistant turn, in order: ``request.api_name`` ->
   tool, ``request.parameters`` -> args, ``response`` -> result, ``exception`` -> error (a
@@ -41,8 +42,9 @@ Writes: an ``is_action`` API is a write. Every action call of the reference is a
 call of its rubric, and ``OUT/suite.yaml`` carries a ``safety:`` policy classifying every API
 of the schemas as ``write`` (``is_action``) or ``read``, which ``judgekit safety`` reads.
 
-No world. The starting databases are copied to ``OUT/databases/<Name>.json`` (the world
-before, as published: ToolTalk also logs the conversation's user in by setting their
+No world. The starting databases are copied to ``OUT/databases/<Name>.json`` (``<Name>``
+through ``file_name`` too; two databases that would share one are refused). They are the world
+before, as published (ToolTalk also logs the conversation's user in by setting their
 ``session_token`` and ``verification_code`` before the first turn), but the world after is not
 derived: it comes from ToolTalk's Python API implementations (ids from a seeded random
 generator, accounts created and removed, emails delivered to other users' inboxes), and
@@ -72,7 +74,7 @@ from pydantic import ValidationError
 
 from judgekit._io import describe_validation_error, read_json
 from judgekit.errors import InputError
-from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, name_part
+from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, Names, file_name
 from judgekit.rubric import Rubric
 from judgekit.trajectory import Call, Trajectory, UserTurn
 
@@ -155,8 +157,8 @@ def _database_files(folder: Path) -> list[Path]:
 def _name(conversation: dict[str, Any], path: Path) -> str:
     for key in ("name", "conversation_id"):
         value = conversation.get(key)
-        if isinstance(value, str) and name_part(value):
-            return name_part(value)
+        if isinstance(value, str) and value:
+            return file_name(value, "conversation", lower=True)
     raise InputError("the conversation has neither a 'name' nor a 'conversation_id' to name it by", path)
 
 
@@ -214,7 +216,7 @@ def _user_key(context: dict[str, str], index: Any, n: int) -> str:
 
 
 def _trajectory(conversation: dict[str, Any], name: str, path: Path, apis: dict[str, Api],
-                databases: set[str]) -> Trajectory:
+                databases: dict[str, str]) -> Trajectory:
     calls: list[Call] = []
     turns: list[UserTurn] = []
     context = {"system": _system_text(conversation.get("metadata") or {})}
@@ -230,12 +232,12 @@ def _trajectory(conversation: dict[str, Any], name: str, path: Path, apis: dict[
         else:
             context[_user_key(context, raw.get("index"), n)] = text
             turns.append(UserTurn(text=text, before_call=len(calls)))
-    used = sorted({db for call in calls for db in apis[call.tool].databases} & databases)
+    used = sorted({db for call in calls for db in apis[call.tool].databases} & databases.keys())
     metadata = {
         **{key: conversation[key] for key in ("conversation_id", "name", "scenario", "user", "metadata",
                                               "suites_used", "apis_used") if key in conversation},
         "source": path.name,
-        "databases": [f"{DATABASES_NAME}/{db}.json" for db in used],
+        "databases": [databases[db] for db in used],
     }
     return Trajectory(id=f"tooltalk-{name}", prompt=prompt or "", calls=calls, output="\n\n".join(answers),
                       context=context, metadata=metadata, turns=turns)
@@ -261,7 +263,8 @@ def _rubric(trajectory: Trajectory, description: str, apis: dict[str, Api], regi
     })
 
 
-def _convert(path: Path, apis: dict[str, Api], databases: set[str], registered: date) -> tuple[Trajectory, Rubric]:
+def _convert(path: Path, apis: dict[str, Api], databases: dict[str, str],
+             registered: date) -> tuple[Trajectory, Rubric]:
     conversation = _load_conversation(path)
     name = _name(conversation, path)
     try:
@@ -284,11 +287,13 @@ def import_tooltalk(src: Path, out: Path, *, registered: date | None = None) -> 
     registered = registered or DEFAULT_REGISTERED
     entries: list[dict[str, str]] = []
     seen: dict[str, Path] = {}
+    names = Names()
+    copies = {p.stem: f"{DATABASES_NAME}/{names.give(p.stem, 'database', p, owner=p.name)}.json" for p in databases}
     with ImportWriter(out) as writer:
         for database in databases:
-            writer.json(f"{DATABASES_NAME}/{database.name}", read_json(database, expected="a ToolTalk database"))
+            writer.json(copies[database.stem], read_json(database, expected="a ToolTalk database"))
         for path in files:  # one conversation in memory at a time
-            trajectory, rubric = _convert(path, apis, {p.stem for p in databases}, registered)
+            trajectory, rubric = _convert(path, apis, copies, registered)
             if trajectory.id in seen:
                 raise InputError(f"names the same conversation as {seen[trajectory.id]} ({trajectory.id})", path)
             seen[trajectory.id] = path
