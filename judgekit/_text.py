@@ -4,7 +4,9 @@ Trajectory ids, outputs, tool results and file names come from files judgekit di
 Printed raw, a control character can retitle the terminal (OSC), clear it, or fake a log line
 (``"x\\r\\njudgekit: gate: PASSED"``); bidirectional overrides can reorder what a person reads.
 ``printable`` escapes them in multi-line bodies, ``one_line`` also escapes line breaks, for a
-value inside a line, and ``json_text`` does the same inside JSON output (still valid JSON).
+value inside a line, and ``json_text`` does the same inside JSON output (still valid JSON). The
+reports (HTML, Markdown, JUnit) show a record's text through ``printable`` too: one list of what
+is never shown raw, and one visible form of it (``\\u202e``) wherever judgekit writes.
 
 Secrets: the API keys judgekit reads from the environment are registered here
 (``register_secret``) and ``redact`` masks them, and common key shapes, in every text judgekit
@@ -24,13 +26,15 @@ import threading
 
 MASK = "[REDACTED]"
 
-# C0 controls but \t and \n, DEL, C1 controls, Unicode line/paragraph separators, and the
-# bidirectional embeddings, overrides and isolates.
-_UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# What can act on a reader rather than be read: DEL and the C1 controls, Unicode line and
+# paragraph separators, the bidirectional marks (U+061C, U+200E, U+200F), embeddings and
+# overrides (U+202A-U+202E) and isolates (U+2066-U+2069). Then the C0 controls but \t and \n,
+# which JSON escapes itself.
+_ACTING = "\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSAFE = f"\x00-\x08\x0b-\x1f{_ACTING}"
 _UNSAFE_BODY = re.compile(f"[{_UNSAFE}]")
 _UNSAFE_LINE = re.compile(f"[{_UNSAFE}\t\n]")
-# In JSON text the C0 controls are escaped already; the rest can still reach a terminal raw.
-_UNSAFE_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_JSON = re.compile(f"[{_ACTING}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -39,7 +43,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character escaped (``\\x1b``), but tabs and line breaks."""
+    """``text`` with every control and bidirectional character escaped visibly (``\\x1b``,
+    ``\\u202e``), but tabs and line breaks."""
     return _UNSAFE_BODY.sub(_escape, text)
 
 

@@ -10,8 +10,10 @@ no network, deterministic SVG with a fixed hash salt and no date) and inlined as
 so the page carries no plotting library, loads nothing, and its plots show with scripts
 disabled. The only script is a few lines of plain JavaScript for the trajectory filter.
 
-Everything read from a record is hostile: every piece of text is escaped, the page's
-Content-Security-Policy forbids any load from the network, and long texts are cut.
+Everything read from a record is hostile: every piece of text, in the page, its attributes
+and its plots, has its control and bidirectional characters shown escaped (``\\u202e``, as on
+the terminal) and is then HTML-escaped; the page's Content-Security-Policy forbids any load from
+the network, and long texts are cut.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit._text import redact
+from judgekit._text import printable, redact
 from judgekit.axes import AXES, axis_named
 from judgekit.compare import FULL_MARKS
 
@@ -34,9 +36,15 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 PASS, FAIL, GREY, AMBER = "#1a7f37", "#cf222e", "#8c959f", "#bc4c00"
 
 
+def _plain(value) -> str:
+    """Text from a record as the page shows it, before HTML escaping (matplotlib escapes a
+    plot's labels itself): secrets masked, control and bidirectional characters escaped."""
+    return printable(redact(str(value)))
+
+
 def _e(value) -> str:
     """Escaped text from a record, cut at ``MAX_TEXT`` characters."""
-    text = redact(str(value))  # before the cut: half a key no longer looks like one
+    text = _plain(value)  # masked before the cut: half a key no longer looks like one
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
     return html.escape(text, quote=True)
@@ -414,7 +422,7 @@ def _trend_plot(data, views: list[_AxisView]) -> str:
             ax.axvline(current, color=GREY, lw=0.8, ls=":")
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("mean")
-        title = view.name + (" (advisory)" if view.advisory else "")
+        title = _plain(view.name) + (" (advisory)" if view.advisory else "")
         if view.flagged:
             title += f" — FLAGGED: down {100 * view.comparison.relative_drop:.1f}%"
         ax.set_title(title, loc="left", color=FAIL if view.flagged else "black")
@@ -434,7 +442,7 @@ def _drops_plot(data, views: list[_AxisView]) -> str:
         return '<p class="note">No baseline to compare with: nothing to show.</p>'
     fig = _figure(6.4, 0.9 + 0.5 * len(compared))
     ax = fig.subplots()
-    names = [v.name for v in compared][::-1]
+    names = [_plain(v.name) for v in compared][::-1]
     changes = [-100 * v.comparison.relative_drop for v in compared][::-1]
     colours = [FAIL if v.flagged else (GREY if v.advisory else "#0969da") for v in compared][::-1]
     changes = [x + 0.0 if abs(x) >= 0.05 else 0.0 for x in changes]  # no "-0.0%"
@@ -470,7 +478,7 @@ def _distribution_plot(views: list[_AxisView]) -> str:
             ax.set_xlabel("score")
         s = view.summary
         extra = f"\n{s.unscored} unscored, {s.errors} errors" if s and (s.unscored or s.errors) else ""
-        ax.set_title(view.name + (" FLAGGED" if view.flagged else "") + extra, fontsize=9,
+        ax.set_title(_plain(view.name) + (" FLAGGED" if view.flagged else "") + extra, fontsize=9,
                      color=FAIL if view.flagged else "black")
         if i == 0:
             ax.set_ylabel("trajectories")
@@ -507,7 +515,7 @@ def _judges(data) -> str:
                 high = (j.kappa_high if j.kappa_high is not None else j.kappa) - j.kappa
                 ax.errorbar([j.kappa], [y], xerr=[[low], [high]], fmt="o", capsize=3,
                             color=PASS if j.status == "approved" else GREY)
-            ax.set_yticks(range(len(measured)), [f"{j.axis} · {j.rubric}"[:40] for j in measured])
+            ax.set_yticks(range(len(measured)), [_plain(f"{j.axis} · {j.rubric}")[:40] for j in measured])
             ax.set_ylim(-0.6, len(measured) - 0.4)
             ax.set_xlim(-0.05, 1.05)
             ax.set_xlabel("Cohen's kappa with people (95% interval)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from judgekit._text import redact
+from judgekit._text import printable, redact
 from judgekit.compare import FULL_MARKS
 
 MESSAGE_CHARS = 1000
@@ -36,13 +36,15 @@ NO_ANSWER = ("provider_error", "timeout")
 
 # XML 1.0 allows tab, newline, carriage return and these ranges; anything else (control
 # characters, lone surrogates, U+FFFE/U+FFFF) makes the file unreadable to every parser.
+# ``printable`` has escaped the control characters already.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: object) -> str:
-    """``text`` with each character XML 1.0 forbids written as a visible escape (``\\x01``)."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", str(text))
+    """``text`` as a CI's test report may show it: each control and bidirectional character
+    (``printable``) and each character XML 1.0 forbids written as a visible escape
+    (``\\x01``, ``\\u202e``)."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(str(text)))
 
 
 @dataclass(frozen=True)

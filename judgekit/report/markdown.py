@@ -14,16 +14,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from judgekit._text import redact
+from judgekit._text import printable, redact
 
 REGRESSION_ROWS = 30
 LOST_SHOWN = 3
 IDS_SHOWN = 10
 CELL_CHARS = 300
 
-# Control characters, bidirectional overrides (text that reads otherwise than it is) and lone
-# surrogates: never shown as they are.
-_UNSHOWN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half a character: no encoder writes it
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MARKDOWN = set("\\`*_[]|~")
 """Emphasis, code spans, links, escapes and cell ends: what can change markup in mid-line (a
@@ -35,7 +33,9 @@ def escape(text: object, limit: int = CELL_CHARS) -> str:
     text = redact(str(text))  # before the cut and the escapes: a key cut or escaped no longer looks like one
     if len(text) > limit:
         text = text[: limit - 1] + "\u2026"
-    text = _UNSHOWN.sub("\ufffd", re.sub(r"\r\n|[\r\n\u2028\u2029]", " ", text))
+    # Control and bidirectional characters (text that reads otherwise than it is) shown
+    # escaped (``printable``: "\\u202e", as everywhere judgekit writes); lone surrogates as U+FFFD.
+    text = _SURROGATE.sub("\ufffd", printable(re.sub(r"\r\n|[\r\n\u2028\u2029]", " ", text)))
     out = []
     for i, ch in enumerate(text):
         if ch in _HTML:
