@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from judgekit._text import printable, redact
+from judgekit._text import _UNSAFE, printable, redact
 
 REGRESSION_ROWS = 30
 LOST_SHOWN = 3
@@ -22,6 +22,9 @@ IDS_SHOWN = 10
 CELL_CHARS = 300
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # half a character: no encoder writes it
+_UNSHOWN = re.compile(f"[{_UNSAFE}\ud800-\udfff]")
+"""What is never shown as it is: ``printable``'s list and lone surrogates (``judgekit.safety.report``
+puts U+FFFD in their place in its HTML)."""
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MARKDOWN = set("\\`*_[]|~")
 """Emphasis, code spans, links, escapes and cell ends: what can change markup in mid-line (a
