@@ -13,7 +13,7 @@ irrelevance and their live_ counterparts. A question file is JSON Lines despite 
 [acceptable values]}}]}`` ("" among the values: the argument may be left out). An irrelevance
 category has no answers: the right answer is no call.
 
-Writes, per question, ``OUT/rubrics/bfcl-<id>.yaml`` (pre-registered in ``rubrics.lock``) and
+Writes, per question, ``OUT/rubrics/bfcl-<id>.json`` (pre-registered in ``rubrics.lock``) and
 ``OUT/trajectories/bfcl-<id>.jsonl``, then ``OUT/suite.yaml`` and ``OUT/bfcl-import.json``
 (categories, counts, what was skipped). Rubrics are registered on ``--registered``, else on
 1970-01-01 (the data carries no date). The rubric, tool correctness only:

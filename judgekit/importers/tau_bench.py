@@ -48,7 +48,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import MAX_FILE_BYTES, read_json, sha256_json
+from pydantic import ValidationError
+
+from judgekit._io import MAX_FILE_BYTES, describe_validation_error, read_json, sha256_json
 from judgekit._jsonschema import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
@@ -199,7 +201,11 @@ def import_tau_bench(src: Path, out: Path, *, registered: date | None = None) ->
             fingerprint = sha256_json(task)
             if task_id not in tasks:
                 name = _task_label(task_id, names, src)
-                rubric = rubric_for_task(name, task, registered, tools)
+                try:
+                    rubric = rubric_for_task(name, task, registered, tools)
+                except ValidationError as exc:  # an instruction that is not text, an output list that is not one
+                    raise InputError(f"{label}its info.task makes no valid rubric: {describe_validation_error(exc)}",
+                                     src) from None
                 writer.rubric(rubric)
                 tasks[task_id] = (fingerprint, n, rubric.ref, name)
             elif tasks[task_id][0] != fingerprint:

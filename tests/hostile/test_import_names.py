@@ -212,6 +212,15 @@ def test_tau_bench_task_ids_that_cannot_be_named_apart_are_refused(tmp_path, tas
     refused(["tau-bench", src], tmp_path / "out", src, message)
 
 
+@pytest.mark.parametrize("instruction", [pytest.param(["Cancel"], id="a_list"), pytest.param(7, id="a_number")])
+def test_a_tau_bench_task_whose_instruction_is_not_text_is_refused(tmp_path, instruction):
+    src = tau_src(tmp_path, 1)
+    records = json.loads(src.read_text())
+    records[0]["info"]["task"]["instruction"] = instruction
+    src.write_text(json.dumps(records))
+    refused(["tau-bench", src], tmp_path / "out", src, "record 0 (task 1, trial 0): its info.task makes no valid rubric")
+
+
 # --- ToolTalk: the conversation name and the database names ---------------------------------------
 
 SCHEMAS = [{"name": "FindAlarms", "parameters": {}, "database_name": "Alarm", "is_action": False, "requires_auth": False}]
