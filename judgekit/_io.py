@@ -30,10 +30,11 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from datetime import datetime
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import jiter
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
 
@@ -49,6 +50,15 @@ MAX_LINE_BYTES = 256 * 2**20
 """Longest line of a JSON Lines file."""
 JSONL_BUFFER_BYTES = 2**20
 """Read buffer of a JSON Lines stream."""
+
+RECORD_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+"""How a record judgekit writes and reads back (run records, results, provenance, labels,
+verdicts, approvals) is validated: unknown keys refused, no NaN, and strict types, so a score
+of ``"1.0"`` is not a number and ``1`` is not ``true``. Timestamps alone are read from their
+ISO 8601 text (``Timestamp``)."""
+
+Timestamp = Annotated[datetime, Field(strict=False)]
+"""A datetime field of a strict record: read from ISO 8601 text, as JSON has no datetime."""
 
 def describe_validation_error(err: ValidationError) -> str:
     """One readable sentence for the first problem pydantic found (plus a count of others)."""

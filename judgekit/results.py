@@ -18,21 +18,24 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
+from judgekit._io import RECORD_CONFIG
 from judgekit.verdict import Provenance, UnscoredReason
 
 RESULT_FORMAT_VERSION = 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
 
 def _record(cls):
     """A leaf of a result (one check, point, note, claim, the counts): a slotted dataclass, made
     in a tenth of a pydantic model's time on the scoring path (a run makes a dozen per
     trajectory). judgekit's scorers fill them with the right types; pydantic validates them,
-    extra keys refused, wherever a result is read back, and writes them in the same JSON."""
-    cls.__pydantic_config__ = ConfigDict(extra="forbid")
+    extra keys refused, wherever a result is read back, and writes them in the same JSON.
+    Each field says ``strict=True`` itself: a strict config would also refuse the leaf as a JSON
+    object (it asks for an instance of the dataclass)."""
+    cls.__pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
     return dataclass(slots=True)(cls)
 
 
@@ -40,9 +43,9 @@ def _record(cls):
 class CheckOutcome:
     """One task-success check and why it passed or failed."""
 
-    check: Annotated[str, Field(description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")]
-    passed: Annotated[bool, Field(description="Whether the check passed.")]
-    reason: Annotated[str, Field(description="Why, in one sentence a person can verify.")]
+    check: Annotated[str, Field(strict=True, description="Which check: precondition[i], postcondition[i], side_effects, latency, output[i].")]
+    passed: Annotated[bool, Field(strict=True, description="Whether the check passed.")]
+    reason: Annotated[str, Field(strict=True, description="Why, in one sentence a person can verify.")]
     source: Annotated[Literal["deterministic", "judge"], Field(description="Who decided it.")] = "deterministic"
 
 
@@ -87,33 +90,33 @@ class TaskSuccessResult(_AxisResultBase):
 class ToolPoint:
     """One pre-registered point and whether it was earned."""
 
-    point: Annotated[str, Field(description="Which point, e.g. 'call[0] update_user: tool' or 'call[0] update_user: arg email'.")]
-    earned: Annotated[bool, Field(description="Whether it was earned.")]
-    reason: Annotated[str, Field(description="Why, in one sentence.")]
+    point: Annotated[str, Field(strict=True, description="Which point, e.g. 'call[0] update_user: tool' or 'call[0] update_user: arg email'.")]
+    earned: Annotated[bool, Field(strict=True, description="Whether it was earned.")]
+    reason: Annotated[str, Field(strict=True, description="Why, in one sentence.")]
 
 
 @_record
 class ToolNote:
     """Something a matched call did that no point covers: reported, never scored."""
 
-    call: Annotated[int, Field(description="Index of the call in the trajectory.")]
-    tool: Annotated[str, Field(description="The tool it called.")]
-    arg: Annotated[str, Field(description="The argument: its name, or a path below it for a nested key ('flights/0/seat').")]
-    reason: Annotated[str, Field(description="What was seen: a key the tool does not declare, or a value off its declared schema.")]
+    call: Annotated[int, Field(strict=True, description="Index of the call in the trajectory.")]
+    tool: Annotated[str, Field(strict=True, description="The tool it called.")]
+    arg: Annotated[str, Field(strict=True, description="The argument: its name, or a path below it for a nested key ('flights/0/seat').")]
+    reason: Annotated[str, Field(strict=True, description="What was seen: a key the tool does not declare, or a value off its declared schema.")]
 
 
 @_record
 class ToolCounts:
     """Raw counts behind the tool-correctness score."""
 
-    calls_total: Annotated[int, Field(description="Every call in the trajectory.")]
-    calls_failed: Annotated[int, Field(description="Calls that returned an error (they changed nothing).")]
-    calls_in_scope: Annotated[int, Field(description="Successful calls to tools in scope.")]
-    calls_expected: Annotated[int, Field(description="Calls the rubric expects.")]
-    calls_matched: Annotated[int, Field(description="Expected calls matched by a successful call to the right tool.")]
-    args_expected: Annotated[int, Field(description="Argument points available.")]
-    args_valid: Annotated[int, Field(description="Argument points earned.")]
-    forbidden_hits: Annotated[int, Field(description="Forbidden tool calls plus forbidden effects in the diff.")]
+    calls_total: Annotated[int, Field(strict=True, description="Every call in the trajectory.")]
+    calls_failed: Annotated[int, Field(strict=True, description="Calls that returned an error (they changed nothing).")]
+    calls_in_scope: Annotated[int, Field(strict=True, description="Successful calls to tools in scope.")]
+    calls_expected: Annotated[int, Field(strict=True, description="Calls the rubric expects.")]
+    calls_matched: Annotated[int, Field(strict=True, description="Expected calls matched by a successful call to the right tool.")]
+    args_expected: Annotated[int, Field(strict=True, description="Argument points available.")]
+    args_valid: Annotated[int, Field(strict=True, description="Argument points earned.")]
+    forbidden_hits: Annotated[int, Field(strict=True, description="Forbidden tool calls plus forbidden effects in the diff.")]
 
 
 class ToolCorrectnessResult(_AxisResultBase):
@@ -148,10 +151,10 @@ class ToolCorrectnessResult(_AxisResultBase):
 class ClaimResult:
     """One atomic claim, after judgekit verified the judge's citations."""
 
-    claim: Annotated[str, Field(description="The claim, as the judge extracted it.")]
-    supported: Annotated[bool, Field(description="Supported after verification.")]
-    evidence: Annotated[list[dict[str, str]], Field(description="Citations: {id, quote}.")] = field(default_factory=list)
-    citation_error: Annotated[str | None, Field(
+    claim: Annotated[str, Field(strict=True, description="The claim, as the judge extracted it.")]
+    supported: Annotated[bool, Field(strict=True, description="Supported after verification.")]
+    evidence: Annotated[list[dict[str, str]], Field(strict=True, description="Citations: {id, quote}.")] = field(default_factory=list)
+    citation_error: Annotated[str | None, Field(strict=True, 
         description="The judge said supported but a citation failed verification.")] = None
 
 

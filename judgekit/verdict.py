@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_serializer, field_validator
 
-from judgekit._io import strict_json_loads
+from judgekit._io import RECORD_CONFIG, Timestamp, strict_json_loads
 
 VERDICT_FORMAT_VERSION = 1
 ANSWER_MAX_DEPTH = 8  # the answer schemas nest 5 deep; anything deeper is not an answer
@@ -179,7 +178,7 @@ def read_reply(axis: str, content: str | None, refusal: str | None, finish_reaso
 class Provenance(BaseModel):
     """Everything needed to reproduce or challenge a verdict."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     model_pin: str = Field(description="The model as pinned in the spec (or the override).")
     endpoint: str = Field(
@@ -205,7 +204,7 @@ class Provenance(BaseModel):
     latency_s: float = Field(
         0.0, description="Wall time of the calls for it, retries and backoff included; time queued for a free server slot is not."
     )
-    created_at: datetime
+    created_at: Timestamp
     cache_key: str = Field(description="sha256 of everything that can change the verdict.")
 
 
@@ -213,7 +212,7 @@ class JudgeVerdict(BaseModel):
     """One judge verdict: its answer typed and validated against the axis's answer model, or
     unscored with a reason."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     format_version: Literal[1] = VERDICT_FORMAT_VERSION
     axis: str = Field(description="The axis judged (one the axis table says a judge answers).")

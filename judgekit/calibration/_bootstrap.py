@@ -20,7 +20,9 @@ import zlib
 from collections.abc import Callable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from judgekit._io import RECORD_CONFIG
 
 CONFIDENCE = 0.95
 _CHUNK_CELLS = 2_000_000  # resample rows x items gathered at once
@@ -29,7 +31,7 @@ _CHUNK_CELLS = 2_000_000  # resample rows x items gathered at once
 class Metric(BaseModel):
     """A point estimate with its seeded bootstrap percentile interval."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     value: float | None = Field(description="Point estimate on all the data; null when undefined there.")
     low: float | None = Field(default=None, description="Lower end of the percentile interval.")

@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from judgekit._io import RECORD_CONFIG
 
 from judgekit.calibration._bootstrap import CONFIDENCE, ratio, rng_for
 
@@ -29,7 +31,7 @@ from judgekit.calibration._bootstrap import CONFIDENCE, ratio, rng_for
 class CorrectedRate(BaseModel):
     """Observed and corrected pass rate of one run, with the calibration it relies on."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     n_run: int = Field(description="Run verdicts used (scored ones only).")
     observed: float | None = Field(description="Share of the run's verdicts that are pass.")

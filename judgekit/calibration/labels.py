@@ -37,13 +37,12 @@ file is an error naming both lines, and so are two labelers giving one item diff
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import iter_jsonl, open_regular_file
+from judgekit._io import RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
 from judgekit.errors import InputError
 from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
 
@@ -58,7 +57,7 @@ LABELS_FORMAT_VERSION = 1
 class Label(BaseModel):
     """One person's judgement of one trajectory on one axis (a line of ``labels.jsonl``)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = RECORD_CONFIG
 
     format_version: Literal[1] = Field(
         default=LABELS_FORMAT_VERSION, description="Version of the labels file format; only 1 exists."
@@ -81,7 +80,7 @@ class Label(BaseModel):
         description="A class name for a multiclass item (the source's own scheme, e.g. "
         '"benign"); absent otherwise. Mapped to pass/fail when agreement is computed.',
     )
-    labeled_at: datetime | None = Field(
+    labeled_at: Timestamp | None = Field(
         default=None, description="When the label was given (ISO 8601); optional (imported sets may have no dates)."
     )
     note: str | None = Field(default=None, description="Free text: why this label, doubts, context.")
