@@ -12,8 +12,8 @@
    (open the history, read the newest run's rows and the last green run's, the noise estimate,
    the paired tests), ``--repeat`` times in one process, and once as a whole command.
 3. Records one run of ``--record-size`` trajectories, two ways: from its record file (parse
-   every line, as ``judgekit history import`` does) and from rows already in memory (as
-   ``judgekit run --compare`` does).
+   every line and measure the run again from its results, as ``judgekit history import``
+   does) and from rows already in memory (as ``judgekit run --compare`` does).
 
 Targets: compare < 1 s; recording 100,000 trajectories < 10 s; the file size is printed
 against the stated budget (200 MB for 1,000 x 1,000).
@@ -109,19 +109,34 @@ def compare_once(history_path: Path):
 
 
 def make_record(path: Path, n: int) -> None:
-    """A format 2 record of n trajectories, each a copy of a real example result with its own id."""
+    """A format 2 record of n trajectories, each a copy of a real example result with its own id,
+    of a real suite written beside it, its footer what its results make (``history import``
+    measures a record again and refuses one whose footer disagrees)."""
     from judgekit.results import CheckOutcome, TaskSuccessResult, ToolCorrectnessResult, ToolPoint, TrajectoryResult
-    from judgekit.run.record import line_of
+    from judgekit.run.record import RubricEntry, RunHeader, line_of
+    from judgekit.run.remeasure import Measure
+    from judgekit.suite import load_suite
 
-    header, footer = header_footer("record-100k", datetime(2026, 12, 1, tzinfo=timezone.utc), n, True)
+    shutil.copy(ROOT / "rubrics" / "update-email.yaml", path.parent / "rubric.yaml")
+    (path.parent / "suite.yaml").write_text(
+        "name: bench\nrubrics: [rubric.yaml]\ntrajectories: [{file: t.jsonl, rubric: update-email}]\n")
+    loaded = load_suite(path.parent / "suite.yaml")
+    rubric = loaded.rubrics["update-email@1.0.0"]
+    header = RunHeader(run_id="record-100k", suite="bench", suite_file="suite.yaml", judgekit_version="bench",
+                       started_at=datetime(2026, 12, 1, tzinfo=timezone.utc),
+                       rubrics={rubric.ref: RubricEntry(sha256=rubric.sha256(), file="rubric.yaml")})
     ok = TrajectoryResult(
-        trajectory_id="x", rubric="bench@1", rubric_sha256="0" * 64, source="trajectories.jsonl:1",
+        trajectory_id="x", rubric=rubric.ref, rubric_sha256=rubric.sha256(), source="trajectories.jsonl:1",
         axes={"task_success": TaskSuccessResult(passed=True, score=1.0, checks=[
                   CheckOutcome(check="postcondition[0]", passed=True, reason="users/1/email equals alice@example.com")]),
               "tool_correctness": ToolCorrectnessResult(score=0.75, points=3, max_points=4, items=[
                   ToolPoint(point="call[0] update_user: tool", earned=True, reason="right tool"),
                   ToolPoint(point="call count", earned=False, reason="2 state-changing calls, expected exactly 1")])})
     template = line_of("result", ok)
+    measure = Measure(loaded)
+    for i in range(n):
+        measure.add(ok.model_copy(update={"trajectory_id": f"t{i:07d}"}))
+    footer = measure.footer(finished_at=datetime(2026, 12, 1, 0, 5, tzinfo=timezone.utc))
     with path.open("w") as handle:
         handle.write(line_of("header", header))
         for i in range(n):
@@ -169,7 +184,7 @@ def main() -> None:
 
         record = work / "record.jsonl"
         make_record(record, args.record_size)
-        from judgekit.compare import run_rows
+        from judgekit.run.remeasure import run_rows
         from judgekit.history import History
         from judgekit.run.record import read_run
 
@@ -178,11 +193,11 @@ def main() -> None:
             store.import_file(record)
             from_file = time.perf_counter() - began
         loaded = read_run(record)
-        rows = run_rows(loaded)
-        loaded.run_id = rows.run_id = "record-100k-b"
+        loaded._rows = run_rows(loaded)  # as run_suite(keep_rows=True) keeps them
+        loaded.run_id = loaded._rows.run_id = "record-100k-b"
         with History(work / "record2.sqlite") as store:
             began = time.perf_counter()
-            store.record(loaded, rows=rows)
+            store.record(loaded)
             from_rows = time.perf_counter() - began
         print(f"recording {args.record_size} trajectories: from the record file {from_file:.2f} s (parse included), "
               f"from rows in memory {from_rows:.2f} s; target < {RECORD_TARGET_S} s: "

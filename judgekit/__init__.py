@@ -54,7 +54,7 @@ _LAZY = {
     "Axis": "judgekit.axes",
     "AXES": "judgekit.axes",
     "compare_runs": "judgekit.compare",
-    "run_rows": "judgekit.compare",
+    "run_rows": "judgekit.run.remeasure",
     "Comparison": "judgekit.compare",
     "ComparePolicy": "judgekit.compare",
     "History": "judgekit.history",

@@ -18,3 +18,8 @@ def utc_now() -> datetime:
 def utc_now_whole_seconds() -> datetime:
     """Now, in UTC, cut to the whole second: for times people read and write (a label's ``labeled_at``)."""
     return utc_now().replace(microsecond=0)
+
+
+def as_utc(when: datetime) -> datetime:
+    """A time that names no zone is UTC (records and labels brought from elsewhere may name none)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -110,6 +110,8 @@ class RunRows:
     """Judge fingerprint -> axis -> 'approved' | 'advisory', as the run's gate saw it."""
     ids: set[str] = field(default_factory=set)
     """Every trajectory id of the run."""
+    rubrics: dict[str, str] = field(default_factory=dict)
+    """Rubric id@version -> the hash it was scored under (the rubric lock's hash)."""
 
     def add(self, row: AxisRow) -> None:
         self.rows.setdefault(row.axis, {})[row.trajectory_id] = row
@@ -123,28 +125,6 @@ class RunRows:
             return False
         return all(row.judge is not None and self.judges.get(row.judge, {}).get(axis) != "approved"
                    for row in rows.values())
-
-
-def run_rows(record) -> RunRows:
-    """The rows of a run record (a ``RunRecord``, or a stream from ``open_run``, read once).
-    A trajectory id twice in one record is refused: which of its results would count?"""
-    from judgekit.errors import InputError
-
-    header = record.header
-    rows = RunRows(run_id=header.run_id, suite=header.suite, started_at=header.started_at,
-                   git_commit=header.project.git_commit)
-    for result in record.results:
-        if result.trajectory_id in rows.ids:
-            raise InputError(f"trajectory id {result.trajectory_id[:200]!r} appears twice in run {header.run_id}: "
-                             "a record of one run holds each trajectory once", getattr(record, "path", None))
-        for row in rows_of(result):
-            rows.add(row)
-        rows.ids.add(result.trajectory_id)
-    footer = record.footer
-    rows.trajectories = footer.trajectories
-    rows.gate_passed = footer.gate_report.passed if footer.gate_report is not None else None
-    rows.judges = {seen.fingerprint: dict(seen.axes) for seen in footer.judges}
-    return rows
 
 
 # --- the comparison -------------------------------------------------------------------------
@@ -206,6 +186,12 @@ class RunRef(_Model):
     trajectories: int = 0
 
 
+class RubricChange(_Model):
+    rubric: str = Field(description="id@version.")
+    baseline_sha256: str | None = Field(description="Its hash in the baseline (null: the baseline did not use it).")
+    sha256: str | None = Field(description="Its hash in this run (null: this run did not use it).")
+
+
 class Comparison(_Model):
     """The comparison of a run with its baseline: per-axis figures and flags, regressions, and
     whether it passes (no gating axis flagged, no fail-closed reason)."""
@@ -223,6 +209,9 @@ class Comparison(_Model):
     only_in_run_total: int = 0
     only_in_baseline: list[str] = Field(default_factory=list, description=f"Up to {MAX_LISTED} ids.")
     only_in_baseline_total: int = 0
+    rubrics_changed: list[RubricChange] = Field(
+        default_factory=list, description="Rubrics whose hash (the rubric lock's) differs between the runs: their "
+        "axes compare scores given under different criteria.")
 
     @property
     def flagged(self) -> list[str]:
@@ -300,6 +289,12 @@ def compare(run: RunRows, baseline: RunRows | None, policy: ComparePolicy = Comp
         elif out.reasons:
             notes.extend(f"{name} (advisory, not gating): {why}" for why in out.reasons)
 
+    changed = _rubric_changes(run, baseline) if baseline is not None else []
+    if changed:
+        shown = ", ".join(f"{c.rubric} {(c.baseline_sha256 or 'none')[:12]} -> {(c.sha256 or 'none')[:12]}"
+                          for c in changed[:5])
+        notes.insert(0, f"the rubrics differ from the baseline's ({shown}): their axes compare scores given under "
+                        "different criteria")
     regressions.sort(key=lambda r: (not r.flipped, r.axis, r.trajectory_id))
     only_run, only_run_n = _listed(run.ids - baseline.ids) if baseline is not None else ([], 0)
     only_base, only_base_n = _listed(baseline.ids - run.ids) if baseline is not None else ([], 0)
@@ -311,8 +306,18 @@ def compare(run: RunRows, baseline: RunRows | None, policy: ComparePolicy = Comp
         passed=not reasons, reasons=reasons, notes=notes, axes=axes_out,
         regressions=regressions[:MAX_LISTED], regressions_total=len(regressions),
         only_in_run=only_run, only_in_run_total=only_run_n,
-        only_in_baseline=only_base, only_in_baseline_total=only_base_n,
+        only_in_baseline=only_base, only_in_baseline_total=only_base_n, rubrics_changed=changed,
     )
+
+
+def _rubric_changes(run: RunRows, baseline: RunRows) -> list[RubricChange]:
+    """Rubrics whose hash differs between the runs, or that only one of them used (nothing when
+    either run's rubrics are unknown: rows built by hand)."""
+    if not run.rubrics or not baseline.rubrics:
+        return []
+    return [RubricChange(rubric=ref, baseline_sha256=baseline.rubrics.get(ref), sha256=run.rubrics.get(ref))
+            for ref in sorted(run.rubrics.keys() | baseline.rubrics.keys())
+            if run.rubrics.get(ref) != baseline.rubrics.get(ref)]
 
 
 compare_runs = compare

@@ -1,13 +1,13 @@
 """The gate: deterministic axes always gate; a judge axis gates only with an approved judge.
 
-A judge's verdict may fail the gate only when an approval record matches its exact fingerprint
-(model pin, endpoint, parameters, rubric id@version and hash, template hash), that axis was
-approved, and the API reported the pinned model (unless the suite allows a mismatch). A format 1
-approval (decided on the point estimate of kappa) gates only when its re-measured bounds clear
-today's rule; otherwise it is advisory and the reason names the bound that falls short.
-Otherwise the axis is advisory: shown, never gating, and the report says why and which command
-would approve it. In task-success judge mode an advisory judge leaves the deterministic checks
-gating on their own.
+A judge's verdict may fail the gate only when the approval filed under its exact fingerprint
+(model pin, endpoint, parameters, rubric id@version and hash, template hash) re-derives from its
+labels and verdicts files as approved on that axis under the suite's thresholds
+(``judgekit.calibration.evidence``), and the API reported the pinned model (unless the suite
+allows a mismatch). Otherwise the axis is advisory: shown, never gating, and the report says why
+and which command would approve it. In task-success judge mode an advisory judge leaves the
+deterministic checks gating on their own. Thresholds always come from the suite, never from a
+run record or an approval record.
 """
 
 from __future__ import annotations
@@ -16,17 +16,19 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from judgekit._io import RECORD_CONFIG
 from judgekit.axes import axis_named
-from judgekit.calibration.approval import ApprovalRecord, JudgeIdentity, find_approval
+from judgekit.calibration.approval import JudgeIdentity, Thresholds
+from judgekit.calibration.evidence import DerivedApproval, derive_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
 from judgekit.results import TrajectoryResult
 from judgekit.suite import ApprovalThresholds, GatePolicy
 
 
 class Advisory(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     rubric: str
     trajectories: int
@@ -35,7 +37,7 @@ class Advisory(BaseModel):
 
 
 class JudgeCorrection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     rubric: str
     fingerprint: str
@@ -43,7 +45,7 @@ class JudgeCorrection(BaseModel):
 
 
 class AxisGate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     axis: str
     gating_n: int = Field(description="Trajectories whose verdict on this axis gates.")
@@ -66,7 +68,7 @@ class AxisGate(BaseModel):
 
 
 class GateReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     passed: bool
     axes: list[AxisGate]
@@ -78,11 +80,8 @@ def _mismatch_reason(provenance) -> str:
             "another model answered (set gate.allow_model_mismatch in the suite to let it gate)")
 
 
-def _advisory_reason(record: ApprovalRecord | None, axis: str, thresholds: ApprovalThresholds | None = None) -> str:
-    if record is None:
-        return ("no approval record matches this judge's fingerprint (new judge, or the model, parameters, "
-                "rubric or prompt template changed since calibration)")
-    return record.gates(axis, thresholds)[1] or "the judge is not approved"
+NO_APPROVAL = ("no approval record matches this judge's fingerprint (new judge, or the model, parameters, rubric or "
+               "prompt template changed since calibration)")
 
 
 class _Mean:
@@ -115,12 +114,11 @@ class Gate:
     def __init__(self, policy: GatePolicy, calibration_dir: Path, *, seed: int = 0,
                  thresholds: ApprovalThresholds | None = None):
         self.policy = policy
-        self.thresholds = thresholds
-        """The suite's approval thresholds: an approval record is checked against them, never
-        only against the thresholds it carries itself (None: the record's own)."""
+        self.thresholds = Thresholds.of(thresholds if thresholds is not None else ApprovalThresholds())
+        """The suite's approval thresholds: every approval is re-derived under them."""
         self.calibration_dir = Path(calibration_dir)
         self.seed = seed
-        self._approvals: dict[str, ApprovalRecord | None] = {}
+        self._approvals: dict[str, DerivedApproval | None] = {}
         self._gating: dict[str, _Mean] = defaultdict(_Mean)
         self._advisory_values: dict[str, _Mean] = defaultdict(_Mean)
         self._unscored: dict[str, int] = defaultdict(int)
@@ -144,23 +142,28 @@ class Gate:
             self._identities[key] = (identity, identity.fingerprint)
         return self._identities[key]
 
-    def _approval(self, identity: JudgeIdentity, fingerprint: str) -> ApprovalRecord | None:
+    def _approval(self, identity: JudgeIdentity, fingerprint: str) -> DerivedApproval | None:
         if fingerprint not in self._approvals:
-            self._approvals[fingerprint] = find_approval(self.calibration_dir, identity.rubric.split("@", 1)[0], fingerprint)
+            self._approvals[fingerprint] = derive_approval(self.calibration_dir, identity, self.thresholds)
         return self._approvals[fingerprint]
 
-    def approval_of(self, provenance) -> tuple[str, ApprovalRecord | None]:
-        """A verdict's judge fingerprint and the approval record matching it, if any (read once per gate)."""
+    def approval_of(self, provenance) -> tuple[str, DerivedApproval | None]:
+        """A verdict's judge fingerprint and its approval re-derived, if one is filed (once per gate)."""
         identity, fingerprint = self.identity_of(provenance)
         return fingerprint, self._approval(identity, fingerprint)
 
-    def _gates_of(self, fingerprint: str, approval: ApprovalRecord | None, axis: str) -> tuple[bool, str]:
+    def _gates_of(self, fingerprint: str, approval: DerivedApproval | None, axis: str) -> tuple[bool, str]:
         """Whether this judge's verdicts on ``axis`` gate, and if not why: once per judge and axis."""
         key = (fingerprint, axis)
         if key not in self._gate_decisions:
-            allowed = approval is not None and approval.gates(axis, self.thresholds)[0]
-            self._gate_decisions[key] = (allowed, "" if allowed else _advisory_reason(approval, axis, self.thresholds))
+            allowed, why = approval.gates(axis) if approval is not None else (False, NO_APPROVAL)
+            self._gate_decisions[key] = (allowed, "" if allowed else why or "the judge is not approved")
         return self._gate_decisions[key]
+
+    def judge_gates(self, provenance, axis: str) -> bool:
+        """Whether the judge behind ``provenance`` is approved on ``axis`` (its approval re-derived)."""
+        fingerprint, approval = self.approval_of(provenance)
+        return self._gates_of(fingerprint, approval, axis)[0]
 
     def add(self, result: TrajectoryResult) -> None:
         for name, res in result.axes.items():
@@ -178,7 +181,7 @@ class Gate:
             if allowed and not mismatch:
                 key = (result.rubric, fingerprint)
                 if key not in self._statements[name]:  # rebuilt from the re-measured figures, once per judge
-                    self._statements[name][key] = approval.certified(name, self.thresholds)
+                    self._statements[name][key] = approval.certified(name)
                 if res.status == "unscored":
                     self._unscored[name] += 1
                     continue
@@ -186,7 +189,7 @@ class Gate:
                 if axis.binary:
                     key = (name, result.rubric, fingerprint)
                     self._judge_binary[key].append(bool(axis.judge_value(res)))
-                    self._calib_pairs[key] = approval.axes[name].pairs
+                    self._calib_pairs[key] = approval.pairs(name)
                 continue
             reason = _mismatch_reason(res.judge) if mismatch else why
             self._advisory[(name, result.rubric, reason, mismatch)] += 1
@@ -246,7 +249,17 @@ def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibr
 
 def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateReport:
     """The gate of a run record: a ``judgekit.run.RunRecord``, or a stream from ``open_run``
-    (its results are read once, as they come). ``calibration_dir`` defaults to the suite's."""
+    (its results are read once, as they come), under the gate policy and approval thresholds of
+    the suite it names, read again from the suite file (what the record says of them is its
+    claim, not the suite's). ``calibration_dir`` defaults to the suite's."""
+    from judgekit.suite import load_suite
+
+    loaded = load_suite(record.suite_path())
+    if loaded.suite.name != record.header.suite:
+        from judgekit.errors import InputError
+
+        raise InputError(f"the record is a run of suite {record.header.suite[:200]!r}, but the suite file it names "
+                         f"({loaded.path}) is {loaded.suite.name[:200]!r}", getattr(record, "path", None))
     calibration_dir = Path(calibration_dir or record.calibration_path())
-    return gate_results(record.results, record.gate, calibration_dir, seed=seed,
-                        thresholds=record.header.approval)
+    return gate_results(record.results, loaded.suite.gate, calibration_dir, seed=seed,
+                        thresholds=loaded.suite.approval)

@@ -8,11 +8,15 @@ runs' rows and never a whole record. Trajectory ids, axis names and judge finger
 stored once each and referenced by number.
 
 A run is **green** when its gate passed and its comparison (if it was compared) did not fail:
-a run that regressed never becomes the baseline that hides the regression.
+a run that regressed never becomes the baseline that hides the regression. Nothing a record
+claims is recorded on trust: a record read from a file is measured again from its results first
+(``judgekit.run.remeasure``), and refused when its footer disagrees with them. "Last green" is the
+green run recorded last (the history's own order), never the run that claims the latest time.
 
 The file is hostile until checked: it must be an SQLite database that judgekit's history
-marks as its own (``application_id``), with a schema version this judgekit knows; anything
-else is refused with the reason and never written to. The schema grows by numbered, named
+marks as its own (``application_id``), with a schema version this judgekit knows, recorded the
+same in ``user_version`` and in ``schema_migrations``; anything else is refused with the reason
+and never written to. The schema grows by numbered, named
 migrations. Writers (two CI jobs at once) are serialised by SQLite: WAL journal, a busy
 timeout, and one ``BEGIN IMMEDIATE`` transaction per run.
 """
@@ -35,7 +39,7 @@ from pydantic import ValidationError
 
 from judgekit._text import redact
 from judgekit._time import utc_now
-from judgekit.compare import FULL_MARKS, AxisRow, Noise, RunRows, pooled_noise, run_rows
+from judgekit.compare import FULL_MARKS, AxisRow, ComparePolicy, Comparison, Noise, RunRows, compare, pooled_noise
 from judgekit._io import strict_json_loads
 from judgekit.errors import InputError
 
@@ -231,6 +235,8 @@ class History:
         if version > SCHEMA_VERSION:
             raise InputError(f"written by a newer judgekit (history schema {version}; this one knows up to "
                              f"{SCHEMA_VERSION}): upgrade judgekit to read it", self.path)
+        if app_id == APPLICATION_ID:
+            self._check_migrations(version)
         if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
             return
         with self._transaction():
@@ -244,6 +250,22 @@ class History:
                              (migration.version, migration.name, utc_now().isoformat()))
                 conn.execute(f"PRAGMA user_version = {migration.version}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+    def _check_migrations(self, version: int) -> None:
+        """The migrations the file says it has are exactly those ``user_version`` counts, by the
+        names this judgekit gives them: a file claiming a newer schema in one place is never written."""
+        try:
+            applied = self._conn.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+        except sqlite3.DatabaseError:
+            applied = None
+        expected = [(m.version, m.name) for m in MIGRATIONS if m.version <= version]
+        if applied != expected:
+            newest = max((v for v, _ in applied if isinstance(v, int)), default=0) if applied else 0
+            if newest > SCHEMA_VERSION:
+                raise InputError(f"written by a newer judgekit (schema_migrations names version {newest}; this one knows "
+                                 f"up to {SCHEMA_VERSION}): upgrade judgekit to read it", self.path)
+            raise InputError(f"the history's schema_migrations does not match its user_version {version} (was it "
+                             "edited?): judgekit never writes to it", self.path)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -271,28 +293,51 @@ class History:
 
     # --- writing ------------------------------------------------------------------------------
 
-    def record(self, record, *, compare_passed: bool | None = None, rows: RunRows | None = None) -> RunInfo:
-        """Record a run (one transaction): a ``RunRecord``, or a stream from ``open_run`` (read
-        once). ``rows``: the run's rows when the caller already has them (``run --compare``)."""
-        if rows is None:
-            rows = run_rows(record)
-        return self._write(record.header, record.footer, rows, compare_passed)
+    def record(self, record, *, compare_passed: bool | None = None) -> RunInfo:
+        """Record a run (one transaction): a ``RunRecord`` made by ``run_suite(keep_rows=True)``,
+        recorded with the footer and rows the run made; any other record (a ``RunRecord`` read
+        from a file, a stream from ``open_run``, read once) is measured again from its results
+        first and refused (InputError) when its footer disagrees with them."""
+        from judgekit.run.record import RunRecord
+        from judgekit.run.remeasure import remeasure
 
-    def import_file(self, path: str | Path) -> tuple[RunInfo, bool]:
-        """Record the run record at ``path``; (the run, whether it was new). A run already in the
-        history is left as it is."""
+        if isinstance(record, RunRecord) and record._rows is not None:
+            return self._write(record.header, record.footer, record._rows, compare_passed)
+        measured = remeasure(record)
+        return self._write(measured.header, measured.footer, measured.rows, compare_passed)
+
+    def import_file(self, path: str | Path, *, policy: ComparePolicy | None = None
+                    ) -> tuple[RunInfo, bool, Comparison | None]:
+        """Record the run record at ``path``, measured again from its results (refused when its
+        footer disagrees with them) and compared with the suite's last green run under ``policy``
+        (default: ``ComparePolicy()``), exactly as ``run --compare`` would: a run that regressed is
+        recorded but never green, so a record brought in from elsewhere never lowers the baseline
+        unseen. (the run, whether it was new, the comparison: None when there was no baseline or
+        the run was there already). A run already in the history is left as it is."""
         from judgekit.run.record import open_run
+        from judgekit.run.remeasure import remeasure
 
         opened = open_run(path)
-        existing = self.find(opened.header.run_id)
-        if existing is not None:
+        try:
+            existing = self.find(opened.header.run_id)
+            if existing is not None:
+                return existing, False, None
+            measured = remeasure(opened)
+            found = self.last_green(measured.header.suite)
+            comparison = None
+            if found is not None:
+                comparison = compare(measured.rows, self.rows(found.run_id), policy or ComparePolicy(),
+                                     baseline_source=f"last-green ({found.run_id})",
+                                     noise=self.noise(measured.header.suite))
+            try:
+                info = self._write(measured.header, measured.footer, measured.rows,
+                                   comparison.passed if comparison is not None else None)
+                return info, True, comparison
+            except AlreadyRecorded:  # another job recorded it since the look-up
+                return self.find(opened.header.run_id), False, None
+        finally:
             if hasattr(opened, "close"):
                 opened.close()
-            return existing, False
-        try:
-            return self.record(opened), True
-        except AlreadyRecorded:  # another job recorded it since the look-up
-            return self.find(opened.header.run_id), False
 
     def _pk(self, table: str, column: str, value: str, memo: dict[str, int]) -> int:
         pk = memo.get(value)
@@ -387,7 +432,7 @@ class History:
         if suite is not None:
             sql += " WHERE suite = ?"
             params.append(suite)
-        sql += " ORDER BY started_at DESC, pk DESC"
+        sql += " ORDER BY pk DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
@@ -412,23 +457,23 @@ class History:
 
     def prune(self, *, keep: int | None = None, older_than_days: float | None = None,
               suite: str | None = None) -> int:
-        """Remove runs: beyond the newest ``keep`` of each suite, or older than the given age.
-        The newest green run of each suite is always kept (it is the baseline)."""
+        """Remove runs: beyond the ``keep`` recorded last of each suite, or recorded longer ago
+        than the given age. The green run recorded last of each suite is always kept (it is the
+        baseline)."""
         conn = self._conn
         doomed: set[int] = set()
         suites = [suite] if suite else [s for (s,) in self._query("SELECT DISTINCT suite FROM runs")]
         if suite is not None and not self._query("SELECT 1 FROM runs WHERE suite = ? LIMIT 1", (suite,)):
             raise InputError(f"no run of suite {suite[:200]!r} in the history: nothing to prune", self.path)
         for name in suites:
-            runs = self._query("SELECT pk, started_at, green FROM runs WHERE suite = ? ORDER BY started_at DESC, pk DESC",
-                               (name,))
+            runs = self._query("SELECT pk, recorded_at, green FROM runs WHERE suite = ? ORDER BY pk DESC", (name,))
             newest_green = next((pk for pk, _, green in runs if green), None)
-            for index, (pk, started_at, _) in enumerate(runs):
+            for index, (pk, recorded_at, _) in enumerate(runs):
                 if pk == newest_green:
                     continue
                 if keep is not None and index >= keep:
                     doomed.add(pk)
-                if older_than_days is not None and self._time(started_at) < utc_now() - timedelta(days=older_than_days):
+                if older_than_days is not None and self._time(recorded_at) < utc_now() - timedelta(days=older_than_days):
                     doomed.add(pk)
         with self._transaction():
             for pk in doomed:
@@ -494,7 +539,7 @@ class History:
             raise self._malformed(f"{what} that is not JSON") from None
 
     def runs(self, *, suite: str | None = None, limit: int | None = 20, green_only: bool = False) -> list[RunInfo]:
-        """Runs, newest first."""
+        """Runs, the one recorded last first."""
         where, params = [], []
         if suite is not None:
             where.append("suite = ?")
@@ -502,7 +547,7 @@ class History:
         if green_only:
             where.append("green = 1")
         sql = f"SELECT {self._RUN_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
-        sql += " ORDER BY started_at DESC, pk DESC" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        sql += " ORDER BY pk DESC" + (f" LIMIT {int(limit)}" if limit is not None else "")
         return self._infos(self._query(sql, params))
 
     def find(self, run_id: str) -> RunInfo | None:
@@ -520,31 +565,36 @@ class History:
         return header, footer
 
     def last_green(self, suite: str, *, before: str | None = None) -> RunInfo | None:
-        """The newest green run of ``suite`` (started before run ``before``, when given)."""
+        """The green run of ``suite`` recorded last (recorded before run ``before``, when given):
+        the history's own order, never the time a record claims."""
         sql = f"SELECT {self._RUN_COLUMNS} FROM runs WHERE suite = ? AND green = 1"
         params: list[Any] = [suite]
         if before is not None:
-            sql += " AND run_id != ? AND started_at <= (SELECT started_at FROM runs WHERE run_id = ?)"
-            params += [before, before]
-        found = self._infos(self._query(sql + " ORDER BY started_at DESC, pk DESC LIMIT 1", params))
+            sql += " AND pk < (SELECT pk FROM runs WHERE run_id = ?)"
+            params += [before]
+        found = self._infos(self._query(sql + " ORDER BY pk DESC LIMIT 1", params))
         return found[0] if found else None
 
     def rows(self, run_id: str) -> RunRows:
         """A recorded run's rows, for ``compare``."""
-        found = self._query("SELECT pk, suite, started_at, git_commit, trajectories, gate_passed, footer "
+        found = self._query("SELECT pk, suite, started_at, git_commit, trajectories, gate_passed, header, footer "
                             "FROM runs WHERE run_id = ?", (run_id,))
         if not found:
             raise InputError(f"no run {run_id!r} in the history", self.path)
-        pk, suite, started, commit, n, gate, footer = found[0]
-        from judgekit.run.record import RunFooter
+        pk, suite, started, commit, n, gate, header, footer = found[0]
+        from judgekit.run.record import RunFooter, RunHeader
 
         try:
-            judges = {seen.fingerprint: dict(seen.axes)
-                      for seen in RunFooter.model_validate(self._json(footer, "a footer")).judges}
+            header = RunHeader.model_validate(self._json(header, "a header"))
+            footer = RunFooter.model_validate(self._json(footer, "a footer"))
         except ValidationError:
-            raise self._malformed(f"the footer of run {run_id[:80]!r}") from None
+            raise self._malformed(f"the header or footer of run {run_id[:80]!r}") from None
+        if header.run_id != run_id or header.suite != suite or footer.trajectories != n:
+            raise self._malformed(f"the header or footer of run {run_id[:80]!r}, which names another run")
         rows = RunRows(run_id=run_id, suite=suite, started_at=self._time(started), git_commit=commit,
-                       trajectories=n, gate_passed=_bool(gate), judges=judges)
+                       trajectories=n, gate_passed=_bool(gate),
+                       judges={seen.fingerprint: dict(seen.axes) for seen in footer.judges},
+                       rubrics={ref: entry.sha256 for ref, entry in header.rubrics.items()})
         for tid, axis, status, score, lost, note, judge in self._query(
                 "SELECT t.id, a.name, r.status, r.score, r.lost, r.note, j.fingerprint FROM results r "
                 "JOIN trajectory_ids t ON t.pk = r.trajectory_pk JOIN axes a ON a.pk = r.axis_pk "
@@ -583,7 +633,7 @@ class History:
         for commit, rubrics, name, mean in self._query(
                 "SELECT r.git_commit, r.rubrics_sha256, a.name, x.mean_score FROM "
                 "(SELECT * FROM runs WHERE suite = ? AND green = 1 AND run_id != ? AND git_commit IS NOT NULL "
-                " AND git_dirty = 0 ORDER BY started_at DESC LIMIT ?) r "
+                " AND git_dirty = 0 ORDER BY pk DESC LIMIT ?) r "
                 "JOIN run_axes x ON x.run_pk = r.pk JOIN axes a ON a.pk = x.axis_pk WHERE x.mean_score IS NOT NULL",
                 (suite, exclude or "", limit)):
             if isinstance(mean, bool) or not isinstance(mean, float | int) or not 0 <= mean <= 1:
@@ -601,10 +651,11 @@ def _statements(sql: str) -> list[str]:
 
 
 def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[RunRows | None, str]:
-    """The baseline ``spec`` names for ``run``: 'last-green' (the suite's newest green run in the
-    history, this run excluded), a run record file, or a run id in the history. (None, how)
-    when last-green finds none; InputError when a named baseline is not there."""
-    from judgekit.run.record import open_run
+    """The baseline ``spec`` names for ``run``: 'last-green' (the suite's green run recorded last
+    in the history, this run excluded), a run record file (measured again from its results), or a
+    run id in the history. (None, how) when last-green finds none; InputError when a named
+    baseline is not there, or a file's footer disagrees with its results."""
+    from judgekit.run.remeasure import remeasured_file
 
     if spec == "last-green":
         if history is None:
@@ -615,7 +666,7 @@ def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[
             return None, "last-green"
         baseline, source = history.rows(found.run_id), f"last-green ({found.run_id})"
     elif Path(spec).is_file():
-        baseline, source = run_rows(open_run(spec)), f"file {spec}"
+        baseline, source = remeasured_file(spec).rows, f"file {spec}"
     elif history is not None and history.find(spec) is not None:
         baseline, source = history.rows(spec), f"run {spec}"
     else:

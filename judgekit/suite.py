@@ -46,6 +46,13 @@ class ApprovalThresholds(BaseModel):
     max_mae: float = Field(0.2, ge=0, le=1, description="Graded axes: upper bound of the mean absolute error "
                            "between judge and human scores, at most this.")
     confidence: float = Field(0.95, ge=0.5, lt=1, description="One-sided level of every bound.")
+    max_abstention_rate: float = Field(
+        0.1, ge=0, le=1, description="Labelled items the judge gave no scored verdict on (unscored on every "
+        "repeat), as a share of the labelled items, at most this: a judge never earns approval on the items it "
+        "chose to answer.")
+    graded_pass: float = Field(
+        0.5, ge=0, le=1, description="Graded axes: a score at or above this counts as pass where kappa is measured "
+        "on binarised scores.")
 
 
 class Budget(BaseModel):

@@ -7,6 +7,7 @@ it. The embedded local judge is measured for real, and refused, in test_local_ca
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -92,9 +93,18 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
         assert decision["n"] == 24 and decision["kappa"]["value"] == pytest.approx(1.0)
         # Changed on purpose (issue 14): the rule is on 95% one-sided bounds, with thresholds
         # for each bound; the record says in words what it certifies and on which labels.
-        assert record["format_version"] == 2 and record["rule"] == "lower-bound"
+        # Changed on purpose (issue 26): format 3 names its evidence, the labels file and the
+        # judge's verdicts beside it, with their hashes, and lists its items by trajectory id.
+        assert record["format_version"] == 3 and record["labels_file"] == "update-email/labels.jsonl"
+        assert record["verdicts_file"] == f"update-email/approvals/{record['fingerprint']}.verdicts.jsonl"
+        verdicts = project / "calibration" / record["verdicts_file"]
+        assert record["verdicts_sha256"] == hashlib.sha256(verdicts.read_bytes()).hexdigest()
+        assert sorted(item["trajectory_id"] for item in decision["items"]) == sorted(LABELS)
+        assert all(json.loads(line)["judge_fingerprint"] == record["fingerprint"]
+                   for line in verdicts.read_text().splitlines())
         assert record["thresholds"] == {"min_kappa": 0.6, "min_items": 20, "min_tpr": 0.8, "min_tnr": 0.8,
-                                        "min_spearman": 0.6, "max_mae": 0.2, "confidence": 0.95}
+                                        "min_spearman": 0.6, "max_mae": 0.2, "confidence": 0.95,
+                                        "max_abstention_rate": 0.1, "graded_pass": 0.5}
         assert 0.6 <= decision["kappa_lower"] < 1.0 and decision["spearman_lower"] >= 0.6
         assert decision["mae_upper"] <= 0.2 and decision["n_pass"] == 19 and decision["n_fail"] == 5
         assert decision["statement"].startswith("faithfulness judge approved: kappa >= ")
@@ -115,7 +125,9 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
     # the gate says what the approval certifies, and on which labels
     assert re.search(r"^  certified: faithfulness judge approved: kappa >= 0\.\d\d, Spearman >= \d\.\d\d, MAE <= "
                      r"0\.\d\d \(95% one-sided bounds\) on 24 item\(s\) \(19 pass, 5 fail\) labelled 2026-11-30 "
-                     r"by 1 labeller$", gated.output, re.M), gated.output
+                     r"by 1 labeller; evidence: labels update-email/labels\.jsonl \(sha256 [0-9a-f]{12}\), verdicts "
+                     r"update-email/approvals/[0-9a-f]{64}\.verdicts\.jsonl \(sha256 [0-9a-f]{12}\)$",
+                     gated.output, re.M), gated.output
     assert re.search(r"^FAIL task_success: 0\.333", gated.output, re.M)
     assert gated.output.rstrip().endswith("gate: FAILED")
 
@@ -130,7 +142,7 @@ def test_a_disagreeing_judge_is_refused_and_only_advises(project):
         gated, _ = run_and_gate(project, server)
     assert re.search(r"^ADVISORY faithfulness: n/a \(min 1\.0\) over 0 gating verdict", gated.output, re.M)
     section = gated.output.split("ADVISORY faithfulness: ")[-1].split("task_success")[0]
-    assert "advisory" in section and "the judge was refused" in section
+    assert "advisory" in section and "it does not clear the rule" in section and "below 0.6" in section
     assert "judgekit calibrate SUITE --labels" in section
 
 
@@ -186,3 +198,52 @@ def test_input_errors_fail_the_gate(project, tmp_path):
     gated = CliRunner().invoke(main, ["gate", str(out)])
     assert gated.exit_code == 1
     assert "1 trajectories could not be scored" in gated.output
+
+
+def test_the_spot_check_finds_a_changed_and_a_dropped_recorded_verdict(project):
+    """calibrate --spot-check re-asks the recorded questions past the cache: an untouched
+    calibration holds (exit 0); a recorded answer edited, or one dropped, is drift or tampering
+    (exit 1, naming the item)."""
+    labels = project / "calibration/update-email/labels.jsonl"
+    sample = project / "examples/email-update/calibration.yaml"
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        assert calibrate(project, server).exit_code == 0
+        check = ["calibrate", str(sample), "--labels", str(labels), "--spot-check", "24", *judge_args(server)]
+        clean = cli(project, *check)
+        assert clean.exit_code == 0, clean.output
+        assert "24 of 24 recorded question(s) re-asked: 24 the same, 0 different" in clean.output
+        assert clean.output.rstrip().endswith("spot check: the recorded verdicts hold")
+        [verdicts] = (project / "calibration/update-email/approvals").glob("*.verdicts.jsonl")
+        lines = [json.loads(line) for line in verdicts.read_text().splitlines()]
+        changed = next(line for line in lines if line["score"] == 1.0)
+        changed["score"] = 0.0
+        dropped = lines.pop(1)
+        verdicts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        tampered = cli(project, *check)
+    assert tampered.exit_code == 1, tampered.output
+    assert (f"DIFFERS {changed['trajectory_id']} faithfulness (repeat 0): recorded score 0.000, now score 1.000"
+            in tampered.output)
+    assert f"1 labelled question(s) with no recorded verdict (first: {dropped['trajectory_id']} faithfulness)" \
+        in tampered.output
+    assert "DRIFT OR TAMPERING" in tampered.output
+
+
+def test_labels_dated_in_the_future_are_refused_before_any_judge_is_asked(project):
+    labels = project / "calibration/update-email/labels.jsonl"
+    lines = labels.read_text().splitlines()
+    lines[3] = lines[3].replace('"labeled_at": "2026-11-30T09:00:00Z"', '"labeled_at": "2999-01-01T00:00:00Z"')
+    labels.write_text("\n".join(lines) + "\n")
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        result = calibrate(project, server)
+        assert server.requests == []
+    assert result.exit_code == 2 and "labels.jsonl: 'cal-04' on faithfulness is labelled 2999-01-01" in result.output
+
+
+def test_labels_outside_the_calibration_folder_are_refused_before_any_judge_is_asked(project):
+    outside = project / "labels.jsonl"
+    outside.write_text((project / "calibration/update-email/labels.jsonl").read_text())
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        result = cli(project, "calibrate", str(project / "examples/email-update/calibration.yaml"), "--labels",
+                     str(outside), "--cache-dir", str(project / "cache"), *judge_args(server))
+        assert server.requests == []
+    assert result.exit_code == 2 and "must lie in the calibration folder" in result.output

@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from judgekit.calibration.approval import ApprovalRecord, JudgeIdentity, read_approval, write_approval
+from judgekit.calibration.approval import JudgeIdentity, Thresholds, read_approval
 from judgekit.calibration.bounds import rate_lower_array, smoothed_bounds_batch, table_stats
+from judgekit.calibration.evidence import derive_approval
 from judgekit.gate import gate_results
 from judgekit.suite import GatePolicy
 
@@ -155,35 +156,33 @@ STRONG = [(True, True)] * 60 + [(False, False)] * 60 + [(True, False), (False, T
 WEAK = [(True, True)] * 12 + [(False, False)] * 10 + [(True, False)] * 2  # kappa 0.83 on 24 items
 
 
-def test_a_format_1_record_is_migrated_and_re_measured(tmp_path):
+def test_a_format_1_record_is_read_with_its_figures_but_never_gates(tmp_path):
+    """Format 1 approved on the point estimate of kappa and kept bare (human, judge) pairs: no
+    trajectory ids, no verdicts. Its figures are read (to be shown), but nothing can re-derive it,
+    so it never gates, however strong its pairs (changed on purpose for issue 26: it used to gate
+    when its pairs cleared today's rule, and pairs are exactly what a hand can fabricate)."""
     path = write_format_1(tmp_path, format_1("task_success", "binary", STRONG, 0.967))
     record = read_approval(path)
-    assert record.format_version == 2 and record.rule == "point-estimate" and record.migrated_from == 1
+    assert record.format_version == 3 and record.migrated_from == 1 and record.verdicts_file is None
     axis = record.axes["task_success"]
-    assert axis.kappa_lower is not None and 0.85 < axis.kappa_lower < 0.967
-    assert axis.tpr_lower > 0.9 and axis.tnr_lower > 0.9 and (axis.n_pass, axis.n_fail) == (61, 61)
-    assert "old point-estimate rule" in axis.statement
-    assert record.gates("task_success") == (True, None)  # its re-measured bounds clear today's rule
-    again = write_approval(tmp_path / "rewritten", record)  # written back: format 2, same figures
-    assert read_approval(again).axes["task_success"].kappa_lower == axis.kappa_lower
+    assert axis.kappa.value == 0.967 and axis.items == [] and axis.decision == "approved"
+    assert "approval format 1, which names no labelled items and keeps no verdicts" in axis.statement
+    gates, reason = derive_approval(tmp_path, identity(), Thresholds()).gates("task_success")
+    assert not gates and reason == ("approval format 1 names no labelled items and keeps no verdicts, so it cannot be "
+                                    "re-derived: recalibrate (`judgekit calibrate`)")
 
 
-@pytest.mark.parametrize(("kind", "pairs", "short"), [
-    pytest.param("binary", WEAK, "lower bound of kappa is", id="binary_bounds_short"),
-    pytest.param("graded", STRONG, "upper bound of MAE is unknown (approval format 1 did not record", id="graded"),
+@pytest.mark.parametrize(("kind", "pairs"), [
+    pytest.param("binary", WEAK, id="binary_bounds_short"),
+    pytest.param("binary", STRONG, id="binary_bounds_clear"),
+    pytest.param("graded", STRONG, id="graded"),
 ])
-def test_a_format_1_approval_that_does_not_clear_today_is_advisory_and_says_why(tmp_path, kind, pairs, short):
+def test_a_format_1_approval_is_advisory_at_the_gate_and_says_why(tmp_path, kind, pairs):
     from judgekit.results import CheckOutcome, TaskSuccessResult, TrajectoryResult
     from judgekit.verdict import Provenance
 
     axis = "task_success"
     write_format_1(tmp_path, format_1(axis, kind, pairs, 0.83))
-    record = read_approval(next((tmp_path / "ship" / "approvals").glob("*.json")))
-    gates, reason = record.gates(axis)
-    assert not gates and reason.startswith("approved under the old point-estimate rule")
-    assert short in reason and reason.endswith("recalibrate (`judgekit calibrate`) to certify it")
-    if kind == "graded":
-        return
     judge = Provenance(model_pin="openai/judge-2024-08-06", parameters={"temperature": 0.0}, rubric="ship@1.0.0",
                        rubric_sha256="0" * 64, template_sha256="1" * 64, judgekit_version="0", litellm_version="0",
                        created_at=NOW, cache_key="2" * 64)
@@ -194,21 +193,25 @@ def test_a_format_1_approval_that_does_not_clear_today_is_advisory_and_says_why(
     [gated] = gate_results([result], GatePolicy(min_task_success_rate=0.5), tmp_path).axes
     assert gated.approvals == []  # only task success's deterministic checks still gate (the axis table)
     [advisory] = gated.advisory
-    assert advisory.trajectories == 1 and advisory.reason == reason  # neither trusted nor silently voided
+    assert advisory.trajectories == 1 and "approval format 1 names no labelled items" in advisory.reason
 
 
-def test_a_format_2_statement_is_carried_to_the_gate(tmp_path):
-    data = format_1("task_success", "binary", STRONG, 0.967)
-    record = ApprovalRecord.model_validate({**read_approval(write_format_1(tmp_path, data)).model_dump(),
-                                            "rule": "lower-bound", "migrated_from": None})
-    record.axes["task_success"].statement = "task_success judge approved: kappa >= 0.90 (95% lower bound)"
-    write_approval(tmp_path / "v2", record)
-    assert read_approval(next((tmp_path / "v2" / "ship" / "approvals").glob("*.json"))).gates("task_success")[0]
+def test_a_format_2_record_never_gates_either(tmp_path):
+    """Format 2 decided on bounds, but of pairs stored in the record itself: it too names no
+    trajectory and keeps no verdicts, so the gate cannot re-derive it."""
+    data = {**format_1("task_success", "binary", STRONG, 0.967), "format_version": 2, "rule": "lower-bound"}
+    data["axes"]["task_success"].update(statement="task_success judge approved: kappa >= 0.90 (95% lower bound)",
+                                        bounds_seed=0, bounds_draws=2000, scores=[])
+    write_format_1(tmp_path, data)
+    record = read_approval(next((tmp_path / "ship" / "approvals").glob("*.json")))
+    assert record.migrated_from == 2 and "approval format 2" in record.axes["task_success"].statement
+    gates, reason = derive_approval(tmp_path, identity(), Thresholds()).gates("task_success")
+    assert not gates and reason.startswith("approval format 2 names no labelled items")
 
 
 def test_an_unknown_format_is_refused(tmp_path):
     from judgekit.errors import InputError
 
-    data = {**format_1("task_success", "binary", STRONG, 0.967), "format_version": 3}
-    with pytest.raises(InputError, match="format_version 3 is not one of"):
+    data = {**format_1("task_success", "binary", STRONG, 0.967), "format_version": 4}
+    with pytest.raises(InputError, match="format_version 4 is not one of"):
         read_approval(write_format_1(tmp_path, data))

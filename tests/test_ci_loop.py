@@ -23,7 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import AxisRow, ComparePolicy, RunRows, bootstrap_means, compare, paired_test, run_rows
+from judgekit.compare import AxisRow, ComparePolicy, RunRows, bootstrap_means, compare, paired_test
+from judgekit.run.remeasure import run_rows
 from judgekit.errors import InputError
 from judgekit.history import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, History
 from judgekit.run.record import read_run
@@ -205,7 +206,9 @@ def test_cli_fail_closed_cases_and_exit_codes(two_runs, tmp_path):
     assert code == 2 and "no such run record file" in out
     code, out = cli("compare", r1, "--baseline", r1, "--history", history)
     assert code == 2 and "the run itself" in out
-    # An empty record (header and footer, no result) fails closed against any baseline.
+    # An empty record (header and footer, no result) fails closed against any baseline. Its footer
+    # must say what an empty run measures (nothing: no axis, no judge, a failed gate): a footer
+    # that claims more than its results is refused before any comparison (exit 2).
     lines = r1.read_text().splitlines()
     footer = json.loads(lines[-1])
     footer["footer"]["trajectories"] = 0
@@ -213,6 +216,12 @@ def test_cli_fail_closed_cases_and_exit_codes(two_runs, tmp_path):
     header = json.loads(lines[0])
     header["header"]["run_id"] = "empty-run"
     header["header"]["suite_file"] = os.path.relpath(tmp / "before" / "suite.yaml", tmp_path)
+    empty.write_text(json.dumps(header) + "\n" + json.dumps(footer) + "\n")
+    code, out = cli("compare", empty, "--baseline", r1, "--history", history)
+    assert code == 2 and "the footer disagrees with the record's own results: summary" in out
+    footer["footer"].update(summary={}, judges=[], gate_report={
+        "passed": False, "axes": [], "reasons": ["the run scored nothing (no trajectory, or no axis): an empty run never "
+                                                 "passes"]})
     empty.write_text(json.dumps(header) + "\n" + json.dumps(footer) + "\n")
     code, out = cli("compare", empty, "--baseline", r1, "--history", history)
     assert code == 1 and "empty run" in out
@@ -352,11 +361,14 @@ def test_two_concurrent_writers_lose_nothing(two_runs, tmp_path):
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_noise_comes_from_repeated_runs_of_one_commit(two_runs, tmp_path):
-    tmp, _, _, _ = two_runs
-    record = read_run(tmp / "r1.jsonl")
-    record.project.git_commit, record.project.git_dirty = "c0ffee", False
-    record.gate_report.passed = True  # only green runs tell the run-to-run noise
+def test_noise_comes_from_repeated_runs_of_one_commit(server, tmp_path):
+    # Only green runs tell the run-to-run noise: a suite whose gate the run passes.
+    loose = {"gate": {"min_task_success_rate": 0.0, "min_tool_correctness": 0.0, "min_faithfulness": 0.0}}
+    code, out = cli("run", example_suite(tmp_path / "loose", suite_update=loose), "--out", tmp_path / "r.jsonl",
+                    *judged(server, tmp_path))
+    assert code == 0, out
+    record = read_run(tmp_path / "r.jsonl")
+    record.project.git_commit, record.project.git_dirty = "c0ffee", False  # the commit is not measured: told
     with History(tmp_path / "h.sqlite") as store:
         assert store.noise(record.suite) == {}
         for i in range(3):

@@ -26,14 +26,15 @@ from click.testing import CliRunner
 from test_judge_runner import MODEL, scripted_judge
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import compare, run_rows
+from judgekit.compare import compare
+from _records import refooted, rows_as_claimed
+from judgekit.run.remeasure import run_rows
 from judgekit.history import History
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import report_input
 from judgekit.report.html import cost_text, render_html, write_html
 from judgekit.run import RunOptions, run_suite
 from judgekit.run.judging import Ledger
-from judgekit.run.record import summarise
 from judgekit.testing import ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +111,7 @@ def example(tmp_path_factory):
             tool.points -= 1
             tool.score = tool.points / tool.max_points
             regressed.append(result.trajectory_id)
-    second.summary = summarise(second.results)
+    refooted(second)  # the footer a run with these results would have written
     comparison = compare(run_rows(second), run_rows(first), baseline_source="file")
     history = History(tmp / "h.sqlite")
     history.record(first)
@@ -174,6 +175,7 @@ def test_the_trend_marks_green_builds(example, tmp_path):
     first, second, comparison, _, _ = example
     green = first.model_copy(deep=True)
     green.gate_report.passed = True  # as if its suite's minimums had been met
+    green._rows = rows_as_claimed(green)  # recorded as it claims, as a run's own rows are: this draws a trend
     history = History(tmp_path / "h.sqlite")
     history.record(green)
     history.record(second, compare_passed=comparison.passed)

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from _approvals import approve_pairs
 from judgekit._version import __version__
-from judgekit.calibration._bootstrap import Metric
-from judgekit.calibration.approval import (
-    ApprovalRecord,
-    AxisApproval,
-    JudgeIdentity,
-    Thresholds,
-    write_approval,
-)
+from judgekit.calibration.approval import JudgeIdentity, Thresholds
 from judgekit.calibration.corrected import corrected_pass_rate
 from judgekit.gate import gate_results
 from judgekit.results import CheckOutcome, TaskSuccessResult, TrajectoryResult
@@ -21,6 +15,9 @@ from judgekit.suite import GatePolicy
 from judgekit.verdict import Provenance
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+# Lenient bounds: this test is about keeping two judges' corrections apart, not the approval rule
+# (judge A's TNR of 0.7 on 20 items would not clear the default 0.8 lower bound).
+LENIENT = Thresholds(min_kappa=0.0, min_tpr=0.0, min_tnr=0.0)
 
 
 def provenance(rubric: str) -> Provenance:
@@ -30,16 +27,7 @@ def provenance(rubric: str) -> Provenance:
 
 
 def approve(calibration_dir, rubric: str, pairs: list[tuple[bool, bool]]) -> None:
-    identity = JudgeIdentity.of(provenance(rubric))
-    metric = Metric(value=0.9, low=0.8, high=1.0)
-    axis = AxisApproval(axis="task_success", kind="binary", n=len(pairs), kappa=metric, accuracy=metric,
-                        pairs=pairs, decision="approved", reasons=["kappa clears the threshold"])
-    write_approval(calibration_dir, ApprovalRecord(
-        fingerprint=identity.fingerprint, judge=identity, label_set_sha256="3" * 64, labels_file="labels.jsonl",
-        # Lenient bounds: this test is about keeping two judges' corrections apart, not the approval rule
-        # (judge A's TNR of 0.7 on 20 items would not clear the default 0.8 lower bound).
-        thresholds=Thresholds(min_kappa=0.0, min_tpr=0.0, min_tnr=0.0), axes={"task_success": axis}, decided_at=NOW,
-        judgekit_version=__version__))
+    approve_pairs(calibration_dir, JudgeIdentity.of(provenance(rubric)), pairs, LENIENT)
 
 
 def judged(tid: str, rubric: str, judge_pass: bool) -> TrajectoryResult:
@@ -62,7 +50,7 @@ def test_two_approved_rubrics_on_one_axis_are_corrected_apart(tmp_path):
     results = [judged(f"a{i}", "alpha@1.0.0", v) for i, v in enumerate(verdicts_a)]
     results += [judged(f"b{i}", "beta@1.0.0", v) for i, v in enumerate(verdicts_b)]
 
-    [axis] = gate_results(results, GatePolicy(min_task_success_rate=0.0), tmp_path).axes
+    [axis] = gate_results(results, GatePolicy(min_task_success_rate=0.0), tmp_path, thresholds=LENIENT).axes
     assert axis.gating_n == 80
     by_rubric = {c.rubric: c.rate for c in axis.corrected}
     assert set(by_rubric) == {"alpha@1.0.0", "beta@1.0.0"}

@@ -74,7 +74,7 @@ def test_local_judge_is_refused_and_its_axis_stays_advisory(tmp_path):
                                         "--cache-dir", str(tmp_path / DEFAULT_CACHE_DIR)])
     print(run.output[-3000:])
     assert run.exit_code in (0, 1), run.output
-    assert "the judge was refused" in run.output
+    assert "the judge is refused: re-derived from its labels and verdicts" in run.output
     assert "judgekit calibrate SUITE --labels" in run.output
     written = read_run(tmp_path / "run.json")
     assert written.ledger.calls == 0 and written.ledger.cache_hits == 3  # calibration's verdicts, reused

@@ -17,7 +17,8 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from test_judge_runner import MODEL, scripted_judge
 
-from judgekit.compare import compare, judge_fingerprint, run_rows
+from judgekit.compare import compare, judge_fingerprint
+from judgekit.run.remeasure import run_rows
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import JudgeStatus, ReportInput, report_input
 from judgekit.report.junit import outcome_map, render_junit, write_junit, xml_safe

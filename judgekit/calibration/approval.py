@@ -1,44 +1,52 @@
 """Approval records: a judge earns the right to gate, per rubric and axis.
 
-``calibration/<rubric-id>/approvals/<fingerprint>.json``. The fingerprint hashes exactly what
-makes a judge this judge: model pin, endpoint (the server it answers from: another server
-claiming the same model name is another judge), parameters, rubric id@version and content
-hash, prompt template hash. Change any of them and the approval no longer applies: the axis is advisory
-until someone calibrates again.
+``calibration/<rubric-id>/approvals/<fingerprint>.json``, beside the judge's calibration
+verdicts ``<fingerprint>.verdicts.jsonl``. The fingerprint hashes exactly what makes a judge this
+judge: model pin, endpoint (the server it answers from: another server claiming the same model
+name is another judge), parameters, rubric id@version and content hash, prompt template hash.
+Change any of them and the approval no longer applies: the axis is advisory until someone
+calibrates again.
 
-The rule (format 2): a judge is approved on an axis when confidence bounds, not point
-estimates, clear the thresholds (``Thresholds``; bounds from ``judgekit.calibration.bounds``):
+The rule: a judge is approved on an axis when confidence bounds, not point estimates, clear the
+suite's thresholds (``Thresholds``; bounds from ``judgekit.calibration.bounds``):
 
-- every axis: at least ``min_items`` labelled items with a verdict, and the lower bound of
-  kappa at least ``min_kappa`` (graded axes: kappa on scores binarised at the threshold);
+- every axis: at least ``min_items`` labelled items with a verdict, no more than
+  ``max_abstention_rate`` of the labelled items without one, and the lower bound of kappa at
+  least ``min_kappa`` (graded axes: kappa on scores binarised at ``graded_pass``);
 - binary axes: the lower bounds of TPR and TNR at least ``min_tpr`` and ``min_tnr``;
 - graded axes: the lower bound of Spearman's correlation at least ``min_spearman`` and the
-  upper bound of the mean absolute error at most ``max_mae``.
+  upper bound of the mean absolute error at most ``max_mae``;
+- whatever the suite sets, a kappa or Spearman bound at or below 0 never clears (``FLOORS``).
 
-Each axis says in ``statement`` what it certifies and on which labels. Format 1 records
-(approved when the point estimate of kappa reached ``min_kappa``) are read through the numbered
-migration ``MIGRATIONS[1]``: what they stored (the (human, judge) pairs) is re-measured with
-today's bounds, and an approval that does not clear today's rule does not gate: the gate shows
-the axis as advisory and says which bound falls short (``ApprovalRecord.gates``).
+This module holds the record and the rule. The record is never trusted as written: the gate
+re-derives it from the labels and verdicts files it names (``judgekit.calibration.evidence``).
+Formats 1 and 2 are read through the numbered migrations (``MIGRATIONS``) so their figures can be
+shown, but they name no items and keep no verdicts: they never gate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from judgekit._files import write_text_atomically
-from judgekit._io import MAX_DOCUMENT_BYTES, describe_validation_error, read_json, sha256_json
+from judgekit._io import (
+    MAX_DOCUMENT_BYTES,
+    RECORD_CONFIG,
+    Timestamp,
+    describe_validation_error,
+    read_json,
+    sha256_json,
+)
 from judgekit.calibration._bootstrap import Metric
 from judgekit.errors import InputError
 from judgekit.suite import ApprovalThresholds
 from judgekit.verdict import Provenance
 
-APPROVAL_FORMAT_VERSION = 2
+APPROVAL_FORMAT_VERSION = 3
 
 
 class Thresholds(ApprovalThresholds):
@@ -52,7 +60,7 @@ class Thresholds(ApprovalThresholds):
 
 
 class JudgeIdentity(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     model_pin: str
     endpoint: str = Field("provider default", description="Where the judge answered from (see Provenance.endpoint).")
@@ -80,25 +88,48 @@ class JudgeIdentity(BaseModel):
 class LabelSample(BaseModel):
     """The human labels an axis's decision rests on."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     n_items: int = Field(description="Labelled items in the maths (with a scored verdict).")
     n_labels: int = Field(description="Labels on those items (several labellers: several per item).")
     n_labelers: int = Field(description="Distinct labellers among those labels.")
-    first_labeled_at: datetime | None = Field(None, description="Earliest labeled_at; null when none is dated.")
-    last_labeled_at: datetime | None = Field(None, description="Latest labeled_at; null when none is dated.")
+    first_labeled_at: Timestamp | None = Field(None, description="Earliest labeled_at; null when none is dated.")
+    last_labeled_at: Timestamp | None = Field(None, description="Latest labeled_at; null when none is dated.")
     n_undated: int = Field(0, description="Labels without a labeled_at.")
 
 
-class AxisApproval(BaseModel):
-    """The decision for one axis, with the figures it rests on."""
+class CalibrationItem(BaseModel):
+    """One labelled item of an axis's calibration: which trajectory, what the humans said, what
+    the judge said."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
+
+    trajectory_id: str
+    human: float = Field(ge=0, le=1, description="The humans' reference: 1.0 pass or 0.0 fail (binary axes, "
+                         "majority of the labellers), or the mean of their scores (graded axes).")
+    judge: float | None = Field(ge=0, le=1, description="The judge's verdict over its repeats: 1.0 pass or 0.0 fail "
+                                "(binary, majority), or the mean score (graded); null when no repeat was scored "
+                                "(an abstention).")
+    repeats: int = Field(ge=0, description="The judge's verdicts combined (one per repeat), unscored ones included.")
+
+
+class AxisApproval(BaseModel):
+    """The decision for one axis, with the items and figures it rests on."""
+
+    model_config = RECORD_CONFIG
 
     axis: str
-    kind: str = Field(description="binary, or graded (then kappa is on scores binarised at the threshold).")
-    n: int = Field(description="Labelled items with a scored verdict.")
-    kappa: Metric
+    kind: Literal["binary", "graded"] = Field(
+        description="The axis's kind (the axis table's): binary, or graded (kappa on scores binarised at "
+        "``threshold``, and Spearman and MAE on the scores).")
+    n: int = Field(description="Labelled items with a scored verdict: the items in the maths.")
+    abstained: int = Field(0, description="Labelled items the judge gave no scored verdict on.")
+    items: list[CalibrationItem] = Field(
+        default_factory=list, description="Every labelled item of the axis the judge was asked about, in "
+        "trajectory id order, abstentions included: the gate rebuilds them from the labels and verdicts files "
+        "and refuses a record whose items differ.")
+    kappa: Metric = Field(description="Agreement report at calibration: kappa with its percentile interval "
+                          "(shown; the decision rests on the bounds below).")
     accuracy: Metric
     tpr: Metric | None = None
     tnr: Metric | None = None
@@ -106,9 +137,6 @@ class AxisApproval(BaseModel):
     mae: Metric | None = Field(None, description="Graded axes: mean absolute error, judge vs human scores.")
     mean_human: float | None = Field(None, description="Mean human label (pass = 1) on this sample.")
     mean_judge: float | None = Field(None, description="Mean judge verdict (pass = 1) on this sample.")
-    pairs: list[tuple[bool, bool]] = Field(
-        default_factory=list, description="(human pass, judge pass) per item: the corrected pass rate resamples them."
-    )
     n_pass: int | None = Field(None, description="Items the humans labelled pass (graded: score >= threshold).")
     n_fail: int | None = Field(None, description="Items the humans labelled fail.")
     confidence: float | None = Field(None, description="One-sided level of the bounds below.")
@@ -119,22 +147,23 @@ class AxisApproval(BaseModel):
     mae_upper: float | None = Field(None, description="Graded axes: upper confidence bound of the MAE.")
     methods: dict[str, str] = Field(default_factory=dict, description="How each bound was computed, by figure.")
     sample: LabelSample | None = Field(None, description="The labels this decision rests on.")
-    scores: list[tuple[float, float]] = Field(
-        default_factory=list, description="Graded axes: (human score, judge score) per item, so the gate can "
-        "re-measure Spearman and MAE.")
     threshold: float = Field(0.5, ge=0, le=1, description="Graded axes: the score that counts as pass.")
-    bounds_seed: int = Field(0, description="Seed of the bounds' draws (the gate re-measures with it).")
-    bounds_draws: int = Field(2000, ge=100, le=100_000, description="Draws behind each bootstrap bound.")
     decision: Literal["approved", "refused"]
     reasons: list[str] = Field(description="Why, in words.")
     statement: str = Field("", description="What this decision certifies and on which labels, in one sentence.")
 
+    @property
+    def pairs(self) -> list[tuple[bool, bool]]:
+        """(human pass, judge pass) per scored item: what the corrected pass rate resamples."""
+        cut = self.threshold if self.kind == "graded" else 0.5
+        return [(item.human >= cut, item.judge >= cut) for item in self.items if item.judge is not None]
+
 
 class Drift(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
     previous_fingerprint: str
-    previous_decided_at: datetime
+    previous_decided_at: Timestamp
     axis: str
     kappa_before: Metric
     kappa_after: Metric
@@ -147,119 +176,66 @@ class Drift(BaseModel):
 
 
 class ApprovalRecord(BaseModel):
-    """Whether a judge may gate a rubric's axes, and the evidence for it."""
+    """Whether a judge may gate a rubric's axes, and the evidence it was decided on: the labels
+    file and the judge's calibration verdicts file, each named and hashed. The gate re-derives
+    the decision from those two files (``judgekit.calibration.evidence``); what the record says
+    of its figures is shown, never trusted."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = RECORD_CONFIG
 
-    format_version: Literal[2] = APPROVAL_FORMAT_VERSION
-    rule: Literal["lower-bound", "point-estimate"] = Field(
-        "lower-bound",
-        description="lower-bound: decided on confidence bounds (format 2). point-estimate: a format 1 record, "
-        "decided on the point estimate of kappa and read through the migration; it gates only where its "
-        "re-measured bounds clear today's rule.",
-    )
-    migrated_from: int | None = Field(None, description="The format this record was read from, when migrated.")
-    fingerprint: str
+    format_version: Literal[3] = APPROVAL_FORMAT_VERSION
+    migrated_from: int | None = Field(
+        None, description="The format this record was read from (1 or 2): such a record names no items and keeps "
+        "no verdicts, so it cannot be re-derived and never gates.")
+    fingerprint: str = Field(description="The judge's fingerprint (``judge`` hashed); the file's name.")
     judge: JudgeIdentity
     label_set_sha256: str = Field(description="sha256 of the labels file's bytes.")
-    labels_file: str
-    thresholds: Thresholds
+    labels_file: str = Field(description="The labels file, relative to the calibration folder.")
+    verdicts_file: str | None = Field(
+        None, description="The judge's verdicts on the labelled items (JSON Lines, `judgekit schema verdicts`, each "
+        "naming this judge's fingerprint), relative to the calibration folder; null only in a migrated record.")
+    verdicts_sha256: str | None = Field(None, description="sha256 of the verdicts file's bytes.")
+    thresholds: Thresholds = Field(
+        description="The thresholds it was decided under. The gate applies the suite's thresholds of the day, "
+        "never these.")
     axes: dict[str, AxisApproval]
     drift: list[Drift] = Field(default_factory=list)
-    decided_at: datetime
+    decided_at: Timestamp
     judgekit_version: str
-
-    def approved(self, axis: str, thresholds: ApprovalThresholds | None = None) -> bool:
-        """Whether the judge may gate ``axis`` today (see ``gates``)."""
-        return self.gates(axis, thresholds)[0]
-
-    def gates(self, axis: str, thresholds: ApprovalThresholds | None = None) -> tuple[bool, str | None]:
-        """Whether the judge's verdicts on ``axis`` may gate, and if not, why.
-
-        Nothing the record claims is taken on trust where it can be measured again: the bounds
-        are re-measured from the record's own items (its (human, judge) pairs, and a graded
-        axis's scores) at the level of ``thresholds`` (the suite's, when the caller has them;
-        else the record's own) and must clear them. An approval whose items no longer clear
-        the rule, whose counts disagree with its items, or a format 1 approval that does not
-        clear today's rule is advisory, with the reason."""
-        if axis not in self.axes:
-            return False, f"the approval record has no decision for {axis} (no labels for it)"
-        decision = self.axes[axis]
-        if decision.decision != "approved":
-            return False, "the judge was refused: " + "; ".join(decision.reasons)
-        rule = Thresholds.of(thresholds) if thresholds is not None else self.thresholds
-        checked, problems = remeasured(decision, rule)
-        if self.rule == "lower-bound":  # a record whose own figures say no is no approval, whatever it says
-            if decision.confidence is not None and decision.confidence < rule.confidence:
-                problems.append(f"its bounds are at {_level(decision.confidence)}, below the {_level(rule.confidence)} "
-                                "the rule asks")
-            if any(getattr(decision, field) is not None for field in _BOUND_FIELDS.values()):
-                problems += [f"as recorded, {why}" for why in shortfalls(decision, rule)]
-        short = problems + shortfalls(checked, rule, migrated=self.rule == "point-estimate")
-        if not short:
-            return True, None
-        if self.rule == "point-estimate":
-            return False, ("approved under the old point-estimate rule (approval format 1), but "
-                           + "; ".join(short) + ": recalibrate (`judgekit calibrate`) to certify it")
-        return False, ("recorded as approved, but its own labelled items do not bear it out: " + "; ".join(short)
-                       + ": recalibrate (`judgekit calibrate`)")
-
-    def certified(self, axis: str, thresholds: ApprovalThresholds | None = None) -> str:
-        """What the approval of ``axis`` certifies, rebuilt from the re-measured figures (a
-        statement stored in the file is never printed as it is)."""
-        rule = Thresholds.of(thresholds) if thresholds is not None else self.thresholds
-        checked, _ = remeasured(self.axes[axis], rule)
-        return statement_of(checked, rule)
 
 
 def approvals_dir(calibration_dir: Path, rubric_id: str) -> Path:
     return calibration_dir / rubric_id / "approvals"
 
 
-def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Format 1 -> 2. Format 1 approved on the point estimate of kappa and did not describe
-    its labels. Its (human pass, judge pass) pairs are re-measured with today's bounds: kappa,
-    TPR and TNR of a binary axis, kappa of a graded one (whose scores format 1 did not keep, so
-    its Spearman and MAE bounds stay unknown and it cannot clear today's rule). The decision is
-    kept as it was recorded; ``ApprovalRecord.gates`` weighs it against today's rule."""
-    from judgekit.calibration.bounds import RATE_METHOD, axis_bounds
+_AXIS_FIELDS_KEPT = {"axis", "kind", "n", "kappa", "accuracy", "tpr", "tnr", "spearman", "mae", "mean_human",
+                     "mean_judge", "n_pass", "n_fail", "confidence", "kappa_lower", "tpr_lower", "tnr_lower",
+                     "spearman_lower", "mae_upper", "methods", "sample", "threshold", "decision", "reasons"}
 
-    data = {**data, "format_version": 2, "rule": "point-estimate", "migrated_from": 1}
+
+def _legacy_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 (approved on the point estimate of kappa) or 2 (on bounds of its own stored pairs)
+    -> format 3. Neither named its items' trajectories nor kept the judge's verdicts, so neither
+    can be re-derived: the figures are kept to be shown, the record never gates (recalibrate)."""
+    version = data.get("format_version")
+    out = {key: value for key, value in data.items() if key not in ("rule", "format_version", "migrated_from")}
+    out.update(format_version=APPROVAL_FORMAT_VERSION, migrated_from=version, verdicts_file=None,
+               verdicts_sha256=None)
     axes = data.get("axes")
-    if not isinstance(axes, dict):
-        return data
-    migrated = {}
-    for name, axis in axes.items():
-        if not isinstance(axis, dict):
+    if isinstance(axes, dict):
+        migrated = {}
+        for name, axis in axes.items():
+            if isinstance(axis, dict):
+                axis = {key: value for key, value in axis.items() if key in _AXIS_FIELDS_KEPT}
+                axis["statement"] = (f"{name} judge {axis.get('decision')} under approval format {version}, which "
+                                     "names no labelled items and keeps no verdicts: it cannot be re-derived")
             migrated[name] = axis
-            continue
-        axis = {key: value for key, value in axis.items()  # format 1 had no bounds: none is carried over
-                if key not in ("kappa_lower", "tpr_lower", "tnr_lower", "spearman_lower", "mae_upper", "scores")}
-        pairs = axis.get("pairs") or []
-        n = axis.get("n")
-        kappa = axis.get("kappa") if isinstance(axis.get("kappa"), dict) else {}
-        if isinstance(pairs, list) and pairs and len(pairs) == n and all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(v, bool) for v in p) for p in pairs):
-            human = [float(h) for h, _ in pairs]
-            judge = [float(j) for _, j in pairs]
-            bounds = axis_bounds("binary", human, judge, name=str(name))
-            axis.update(n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
-                        kappa_lower=bounds.bounds["kappa"].bound)
-            methods = {"kappa": bounds.bounds["kappa"].method + " (re-measured from format 1's pairs)"}
-            if axis.get("kind") == "binary":
-                axis.update(tpr_lower=bounds.bounds["tpr"].bound, tnr_lower=bounds.bounds["tnr"].bound)
-                methods.update(tpr=RATE_METHOD, tnr=RATE_METHOD)
-            axis["methods"] = methods
-        value = kappa.get("value")
-        shown = "undefined" if not isinstance(value, (int, float)) else f"{value:.3f}"
-        axis["statement"] = (f"{name} judge {axis.get('decision')} under the old point-estimate rule (approval "
-                             f"format 1): kappa {shown} on {n} items; which labels was not recorded")
-        migrated[name] = axis
-    data["axes"] = migrated
-    return data
+        out["axes"] = migrated
+    return out
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: lambda data: data}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _legacy_to_v3, 2: _legacy_to_v3,
+                                                                     3: lambda data: data}
 """Format version -> the function that reads it as the current format."""
 
 
@@ -277,8 +253,14 @@ def read_approval(path: Path) -> ApprovalRecord:
         raise InputError(f"not {expected}: {describe_validation_error(exc)}", path) from None
 
 
+def approval_path(calibration_dir: Path, rubric_id: str, fingerprint: str) -> Path:
+    return approvals_dir(calibration_dir, rubric_id) / f"{fingerprint}.json"
+
+
 def find_approval(calibration_dir: Path, rubric_id: str, fingerprint: str) -> ApprovalRecord | None:
-    path = approvals_dir(calibration_dir, rubric_id) / f"{fingerprint}.json"
+    """The approval record filed under ``fingerprint``, as written: nothing in it is checked
+    here (``judgekit.calibration.evidence.derive_approval`` re-derives it)."""
+    path = approval_path(calibration_dir, rubric_id, fingerprint)
     return read_approval(path) if path.exists() else None
 
 
@@ -288,16 +270,12 @@ def latest_approval(calibration_dir: Path, rubric_id: str) -> ApprovalRecord | N
     return max(records, key=lambda r: r.decided_at, default=None)
 
 
-def write_approval(calibration_dir: Path, record: ApprovalRecord) -> Path:
-    rubric_id = record.judge.rubric.split("@", 1)[0]
-    path = approvals_dir(calibration_dir, rubric_id) / f"{record.fingerprint}.json"
-    write_text_atomically(path, record.model_dump_json(indent=2) + "\n")
-    return path
-
-
 _BOUND_FIELDS = {"kappa": "kappa_lower", "tpr": "tpr_lower", "tnr": "tnr_lower", "spearman": "spearman_lower",
                  "mae": "mae_upper"}
 _LABELS = {"kappa": "kappa", "tpr": "TPR", "tnr": "TNR", "spearman": "Spearman", "mae": "MAE"}
+FLOORS = {"kappa": 0.0, "spearman": 0.0}
+"""A lower bound at or below this never clears, whatever a suite sets: a judge no better than
+chance (kappa), or not even ordering the items as the humans do (Spearman), never gates."""
 
 
 def _level(confidence: float) -> str:
@@ -313,13 +291,17 @@ def rule_of(kind: str, thresholds: Thresholds) -> list[tuple[str, str, float]]:
     return rule + [("spearman", ">=", thresholds.min_spearman), ("mae", "<=", thresholds.max_mae)]
 
 
-def shortfalls(axis: AxisApproval, thresholds: Thresholds, *, migrated: bool = False) -> list[str]:
-    """What keeps ``axis`` from clearing the lower-bound rule, in words (empty: it clears).
-    ``migrated``: a format 1 record, whose missing bounds were never recorded."""
+def shortfalls(axis: AxisApproval, thresholds: Thresholds) -> list[str]:
+    """What keeps ``axis`` from clearing the lower-bound rule, in words (empty: it clears)."""
     level = _level(axis.confidence or thresholds.confidence)
     out = []
     if axis.n < thresholds.min_items:
         out.append(f"only {axis.n} labelled item(s) with a verdict; at least {thresholds.min_items} needed")
+    labelled = axis.n + axis.abstained
+    if axis.abstained and axis.abstained > thresholds.max_abstention_rate * labelled:
+        out.append(f"the judge gave no verdict on {axis.abstained} of {labelled} labelled item(s) "
+                   f"({100 * axis.abstained / labelled:.0f}%; at most {100 * thresholds.max_abstention_rate:g}% "
+                   "allowed): approval never rests on the items a judge chose to answer")
     for figure, op, limit in rule_of(axis.kind, thresholds):
         bound = getattr(axis, _BOUND_FIELDS[figure])
         side = "lower" if op == ">=" else "upper"
@@ -328,48 +310,30 @@ def shortfalls(axis: AxisApproval, thresholds: Thresholds, *, migrated: bool = F
             why = {"kappa": "one class only on one side", "tpr": "no human pass label",
                    "tnr": "no human fail label", "spearman": "constant scores on one side",
                    "mae": "no items"}[figure]
-            if migrated:
-                why = "approval format 1 did not record what it needs"
             out.append(f"the {level} {side} bound of {name} is unknown ({why})")
         elif op == ">=" and bound < limit:
             out.append(f"the {level} lower bound of {name} is {bound:.3f}, below {limit}")
         elif op == "<=" and bound > limit:
             out.append(f"the {level} upper bound of {name} is {bound:.3f}, above {limit}")
+        elif figure in FLOORS and bound <= FLOORS[figure]:
+            out.append(f"the {level} lower bound of {name} is {bound:.3f}: not above {FLOORS[figure]:g}, no better "
+                       "than chance (a floor no suite setting lowers)")
     return out
 
 
-def remeasured(axis: AxisApproval, thresholds: Thresholds) -> tuple[AxisApproval, list[str]]:
-    """``axis`` as its own items show it: n and the class counts counted from its pairs, the
-    bounds measured again from them (binary: the pairs; graded: the scores) at the level of
-    ``thresholds``, with the record's seed. What cannot be measured again is left unknown, so
-    it cannot clear a rule. Also, in words, where the record's counts disagree with its items."""
-    from judgekit.calibration.bounds import axis_bounds
-
-    problems = []
-    kind = axis.kind
-    if kind == "binary" or not axis.scores:  # a graded axis without scores (format 1): kappa only
-        kind = "binary"
-        human = [float(h) for h, _ in axis.pairs]
-        judge = [float(j) for _, j in axis.pairs]
-    else:
-        human = [h for h, _ in axis.scores]
-        judge = [j for _, j in axis.scores]
-        if [(h >= axis.threshold, j >= axis.threshold) for h, j in axis.scores] != [tuple(p) for p in axis.pairs]:
-            problems.append("its pass/fail pairs disagree with its scores")
-    if len(human) != axis.n:
-        problems.append(f"it records {axis.n} labelled item(s) but holds {len(human)}")
-    update: dict[str, Any] = {"n": len(human), "confidence": thresholds.confidence,
-                              "kappa_lower": None, "tpr_lower": None, "tnr_lower": None,
-                              "spearman_lower": None, "mae_upper": None}
-    if human:
-        bounds = axis_bounds(kind, human, judge, threshold=axis.threshold if kind == "graded" else 0.5,
-                             seed=axis.bounds_seed, name=axis.axis, n_draws=axis.bounds_draws,
-                             confidence=thresholds.confidence)
-        update.update(n_pass=bounds.n_pass, n_fail=bounds.n_fail)
-        for name, bound in bounds.bounds.items():
-            if axis.kind == "binary" or name == "kappa" or kind == "graded":
-                update[_BOUND_FIELDS[name]] = bound.bound
-    return axis.model_copy(update=update), problems
+def lowered(thresholds: Thresholds) -> list[str]:
+    """The suite's thresholds that are more lenient than judgekit's defaults, in words (every
+    gating line states them)."""
+    defaults = Thresholds()
+    out = []
+    for name, value in thresholds.model_dump().items():
+        default = getattr(defaults, name)
+        more_lenient = value > default if name in ("max_mae", "max_abstention_rate") else value < default
+        if name == "graded_pass":
+            more_lenient = value != default
+        if more_lenient:
+            out.append(f"{name} {value:g} (default {default:g})")
+    return out
 
 
 def describe_sample(sample: LabelSample | None) -> str:
@@ -401,6 +365,8 @@ def statement_of(axis: AxisApproval, thresholds: Thresholds) -> str:
     if axis.sample is not None:
         sample = sample.replace(f"{axis.sample.n_items} item(s)", f"{axis.sample.n_items} item(s){classes}", 1)
     text = f"{axis.axis} judge {axis.decision}: {', '.join(figures)} ({level} one-sided bounds) on {sample}"
+    if axis.abstained:
+        text += f"; no verdict on {axis.abstained} of {axis.n + axis.abstained} labelled item(s)"
     if axis.decision == "refused":
         text += "; short of the rule: " + "; ".join(shortfalls(axis, thresholds))
     return text

@@ -26,6 +26,13 @@ Methods (each bound names its own in the approval record):
 - A draw on which a statistic is undefined (kappa when both sides are one same class,
   Spearman on constant scores) counts as the worst value, -1: it never helps a judge clear a
   bound. An undefined point estimate gives no bound at all.
+- Memory is bounded by the number of items, not by the table: a graded label set with more than
+  ``MAX_LEVELS`` distinct scores on a side has its scores binned to ``MAX_LEVELS`` levels, half on
+  each side of the pass threshold (so the binarised table, and kappa, are exact); the MAE's upper
+  bound is then widened by the largest error the binning adds, and the method says so.
+
+Seeds and draws are this module's (``BOUNDS_SEED``, ``N_DRAWS``): an approval's bounds are
+the same wherever they are measured, and no record chooses its own.
 """
 
 from __future__ import annotations
@@ -41,6 +48,10 @@ from judgekit.calibration._stats import kappa_from_cells
 CONFIDENCE = 0.95
 PRIOR_ITEMS = 2.0
 N_DRAWS = 2000
+BOUNDS_SEED = 0
+MAX_LEVELS = 128
+"""Distinct scores per side above which a graded label set is binned (the table then has at
+most 128 x 128 cells, whatever the number of items)."""
 RATE_METHOD = "exact Clopper-Pearson one-sided lower bound"
 _WORST = {"kappa": -1.0, "spearman": -1.0}
 _CHUNK_CELLS = 4_000_000  # resamples x distinct pairs drawn at once
@@ -217,6 +228,28 @@ class AxisBounds:
         return self.bounds.get(name)
 
 
+def binned(scores: np.ndarray, threshold: float) -> tuple[np.ndarray, float]:
+    """Scores in [0, 1] moved to the middles of ``MAX_LEVELS / 2`` equal bins below ``threshold``
+    and as many from it up, so that no score crosses the threshold; and the largest distance a
+    score moved."""
+    half = MAX_LEVELS // 2
+    out = np.empty_like(scores)
+    below = scores < threshold
+    widths = []
+    for side, low, high in ((below, 0.0, threshold), (~below, threshold, 1.0)):
+        if not side.any():
+            continue
+        width = (high - low) / half if high > low else 0.0
+        if width == 0.0:
+            out[side] = scores[side]
+            continue
+        index = np.clip(np.floor((scores[side] - low) / width), 0, half - 1)
+        out[side] = low + (index + 0.5) * width
+        widths.append(width / 2)
+    moved = float(np.max(np.abs(out - scores))) if scores.size else 0.0
+    return out, moved
+
+
 def _finite(value) -> float | None:
     value = float(value)
     return value if np.isfinite(value) else None
@@ -244,14 +277,23 @@ def axis_bounds(
     names = ("kappa",) if kind == "binary" else ("kappa", "spearman", "mae")
     bounds: dict[str, Bound] = {}
     if human.size:
+        widen = 0.0
+        described = draws_method(n_draws, seed)
+        if kind == "graded" and max(np.unique(human).size, np.unique(judge).size) > MAX_LEVELS:
+            (human, h_err), (judge, j_err) = binned(human, threshold), binned(judge, threshold)
+            widen = h_err + j_err
+            described += (f"; scores binned to {MAX_LEVELS} levels ({MAX_LEVELS // 2} on each side of the pass "
+                          f"threshold), the MAE bound widened by {widen:.4f}")
         x, y, counts = grid_of(human, judge)
         rng = rng_for(seed, "approval-bounds", name, kind)
         drawn = smoothed_bounds_batch(x, y, counts[None, :], names, rng=rng, n_draws=n_draws,
                                       confidence=confidence, threshold=threshold)
-        described = draws_method(n_draws, seed)
         for stat in names:
             estimate, bound = drawn[stat]
-            bounds[stat] = Bound(stat, SIDES[stat], _finite(estimate[0]), _finite(bound[0]), described)
+            bound_value = _finite(bound[0])
+            if stat == "mae" and bound_value is not None:
+                bound_value = min(1.0, bound_value + widen)
+            bounds[stat] = Bound(stat, SIDES[stat], _finite(estimate[0]), bound_value, described)
     else:
         bounds = {stat: Bound(stat, SIDES[stat], None, None, draws_method(n_draws, seed)) for stat in names}
     if kind == "binary":

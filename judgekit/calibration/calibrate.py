@@ -3,7 +3,8 @@
 ``calibrate`` takes verdicts however they were produced (a run of this suite, another tool's
 verdicts file) and decides; ``calibrate_suite`` produces them by running the suite's judge on
 the labelled trajectories (``plan_run(select=labelled ids, repeats=k)``, through the cache),
-then calls ``calibrate`` per rubric and writes the approval records.
+then calls ``calibrate`` per rubric and writes each approval record beside the verdicts it rests
+on (``judgekit.calibration.evidence``), from which the gate re-derives it.
 """
 
 from __future__ import annotations
@@ -15,24 +16,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit._time import utc_now
+from judgekit._time import as_utc, utc_now
 from judgekit._version import __version__
 from judgekit.axes import axis_named, judged_axes
-from judgekit.calibration._aggregate import References, aggregate, reference_labels
+from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
 from judgekit.calibration.approval import (
     ApprovalRecord,
     AxisApproval,
     JudgeIdentity,
     Thresholds,
-    decide,
     drift_against,
-    label_sample,
     latest_approval,
-    statement_of,
-    write_approval,
 )
-from judgekit.calibration.bounds import axis_bounds
+from judgekit.calibration.evidence import (
+    CLOCK_SKEW,
+    relative_to_calibration,
+    axis_threshold,
+    items_of,
+    measure_axis,
+    write_calibration,
+)
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
@@ -41,11 +45,13 @@ from judgekit.suite import LoadedSuite
 
 
 def verdict_record(trajectory_id: str, axis_result: AxisResultBase, repeat: int) -> JudgeVerdictRecord | None:
-    """What the judge itself said, as a verdicts-file record (None when no judge took part)."""
+    """What the judge itself said, as a verdicts-file record with its question's cache key
+    (None when no judge took part)."""
     judge = axis_result.judge
     if judge is None:
         return None
-    common = {"trajectory_id": trajectory_id, "axis": axis_result.axis, "judge": judge.model_pin, "repeat": repeat}
+    common = {"trajectory_id": trajectory_id, "axis": axis_result.axis, "judge": judge.model_pin, "repeat": repeat,
+              "cache_key": judge.cache_key}
     if axis_result.status == "unscored":
         return JudgeVerdictRecord(**common, unscored_reason=axis_result.unscored_reason or "unscored")
     if axis_result.status != "scored":
@@ -57,6 +63,16 @@ def verdict_record(trajectory_id: str, axis_result: AxisResultBase, repeat: int)
     if axis.binary:
         return JudgeVerdictRecord(**common, verdict="pass" if value >= 0.5 else "fail")
     return JudgeVerdictRecord(**common, score=value)
+
+
+def _unjudged(items, axes: Sequence[str], judged: set[tuple[str, str]]) -> list[JudgeVerdictRecord]:
+    """An unscored verdict for each judged axis of a labelled trajectory that could not be put
+    to the judge (an input error): the item still counts as labelled, so a judge is never
+    approved on the items that happened to be readable."""
+    return [JudgeVerdictRecord(trajectory_id=item.trajectory_id, axis=name, repeat=0, unscored_reason="input_error")
+            for item in items for name in axes
+            if (item.trajectory_id, name) not in judged and (res := item.axes.get(name)) is not None
+            and res.status == "error"]
 
 
 @dataclass
@@ -74,55 +90,15 @@ def _section_for(report: AgreementReport, axis: str):
     return None
 
 
-def _matched(refs: References, records: list[JudgeVerdictRecord], axis: str, threshold: float
-             ) -> list[tuple[str, float, float]]:
-    """(trajectory id, human, judge) per labelled item with a scored verdict; pass = 1.0, fail =
-    0.0. Repeats are combined as the agreement report combines them (majority; graded: mean)."""
-    by_item: dict[str, list[JudgeVerdictRecord]] = defaultdict(list)
-    for rec in records:
-        if rec.axis == axis:
-            by_item[rec.trajectory_id].append(rec)
-    matched = []
-    for (tid, ref_axis), ref in sorted(refs.items.items()):
-        if ref_axis != axis or ref.kind not in ("binary", "graded") or not by_item.get(tid):
-            continue
-        judged = aggregate(by_item[tid], ref.kind, threshold).value
-        if judged is None:
-            continue  # unscored: never a pass or a fail
-        human = float(ref.value == "pass") if ref.kind == "binary" else float(ref.value)
-        judge = float(judged == "pass") if ref.kind == "binary" else float(judged)
-        matched.append((tid, human, judge))
-    return matched
-
-
-def decide_axis(section, matched: list[tuple[str, float, float]], labels: Sequence[Label], thresholds: Thresholds,
-                *, threshold: float = 0.5, seed: int = 0, n_draws: int = 2000) -> AxisApproval:
-    """The decision for one axis: its bounds from the matched items, the rule, the statement."""
+def _shown(section) -> AxisApproval | None:
+    """The agreement report's figures of one axis, to be shown beside its bounds."""
+    if section is None:
+        return None
     stats = section if isinstance(section, BinaryAxisReport) else section.binarised
-    human = [h for _, h, _ in matched]
-    judge = [j for _, _, j in matched]
     graded = isinstance(section, GradedAxisReport)
-    threshold = threshold if graded else 0.5  # a binary axis is pass (1.0) or fail (0.0): never re-cut
-    bounds = axis_bounds(section.kind, human, judge, threshold=threshold, seed=seed, name=section.axis,
-                         n_draws=n_draws, confidence=thresholds.confidence)
-    figure = {name: bound.bound for name, bound in bounds.bounds.items()}
-    axis = AxisApproval(
-        axis=section.axis, kind=section.kind, n=stats.n, kappa=stats.kappa, accuracy=stats.accuracy,
-        tpr=stats.tpr, tnr=stats.tnr, spearman=section.spearman if graded else None, mae=section.mae if graded else None,
-        mean_human=sum(human) / len(human) if human else None,
-        mean_judge=sum(judge) / len(judge) if judge else None,
-        pairs=[(h >= threshold, j >= threshold) for h, j in zip(human, judge)],
-        scores=list(zip(human, judge)) if graded else [], threshold=threshold, bounds_seed=seed, bounds_draws=n_draws,
-        n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
-        kappa_lower=figure.get("kappa"), tpr_lower=figure.get("tpr"), tnr_lower=figure.get("tnr"),
-        spearman_lower=figure.get("spearman"), mae_upper=figure.get("mae"),
-        methods={name: bound.method for name, bound in bounds.bounds.items()},
-        sample=label_sample(labels, section.axis, {tid for tid, _, _ in matched}),
-        decision="refused", reasons=[],
-    )
-    decision, reasons = decide(axis, thresholds)
-    axis = axis.model_copy(update={"decision": decision, "reasons": reasons})
-    return axis.model_copy(update={"statement": statement_of(axis, thresholds)})
+    return AxisApproval.model_construct(
+        kappa=stats.kappa, accuracy=stats.accuracy, tpr=stats.tpr, tnr=stats.tnr,
+        spearman=section.spearman if graded else None, mae=section.mae if graded else None)
 
 
 def calibrate(
@@ -137,30 +113,38 @@ def calibrate(
     label_set_sha256: str = "",
     seed: int = 0,
     n_boot: int = 2000,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     report: AgreementReport | None = None,
     references: References | None = None,
 ) -> ApprovalRecord:
     """The approval record of the judge ``identity`` on these labels and its verdicts on them.
 
-    ``axes``: the judged axes to decide (default: every axis with labels). ``previous``: the
-    last approval of the same rubric, for the drift check. ``report``: the agreement report
+    Each axis is decided on its items (``evidence.items_of``) by the rule for its kind in the
+    axis table, its bounds measured with this judgekit's seed and draws (``evidence.measure_axis``):
+    exactly what the gate re-derives. ``axes``: the judged axes to decide (default: every axis with
+    labels). ``previous``: the last approval of the same rubric, for the drift check. ``seed`` and
+    ``n_boot``: the agreement report's intervals (shown, never deciding). ``threshold``: a graded
+    score counting as pass (default: ``thresholds.graded_pass``). ``report``: the agreement report
     of these very labels and verdicts, when the caller computed it already (and ``references``,
-    the labels' reference values it was computed from).
+    the labels' reference values it was computed from). The record is written by
+    ``evidence.write_calibration``, with the verdicts beside it.
     """
+    thresholds = Thresholds.of(thresholds)
+    if threshold is not None and threshold != thresholds.graded_pass:
+        thresholds = thresholds.model_copy(update={"graded_pass": threshold})
     refs = references if references is not None else reference_labels(labels)  # once, shared
     if report is None:
-        report = agreement(labels, verdict_records, seed=seed, n_boot=n_boot, threshold=threshold, references=refs)
+        report = agreement(labels, verdict_records, seed=seed, n_boot=n_boot, threshold=thresholds.graded_pass,
+                           references=refs)
     wanted = list(axes) if axes is not None else sorted({label.axis for label in labels})
-    thresholds = Thresholds.of(thresholds)
     decided: dict[str, AxisApproval] = {}
     for name in wanted:
+        kind = axis_named(name).kind
+        items, _ = items_of(refs, verdict_records, name, kind, axis_threshold(kind, thresholds))
         section = _section_for(report, name)
-        if section is None:
+        if section is None and not items:
             continue
-        matched = _matched(refs, list(verdict_records), name, threshold)
-        decided[name] = decide_axis(section, matched, labels, thresholds, threshold=threshold, seed=seed,
-                                    n_draws=n_boot)
+        decided[name] = measure_axis(name, kind, items, labels, thresholds, shown=_shown(section))
     record = ApprovalRecord(
         fingerprint=identity.fingerprint, judge=identity, label_set_sha256=label_set_sha256,
         labels_file=labels_file, thresholds=thresholds, axes=decided, decided_at=utc_now(),
@@ -169,6 +153,15 @@ def calibrate(
     if previous is not None:
         record.drift = [d for a in decided.values() if (d := drift_against(previous, a, thresholds)) is not None]
     return record
+
+
+def check_label_dates(labels: Sequence[Label], path: Path, now=utc_now) -> None:
+    """A label dated in the future is refused: nobody labelled it yet."""
+    limit = now() + CLOCK_SKEW
+    for label in labels:
+        if label.labeled_at is not None and as_utc(label.labeled_at) > limit:
+            raise InputError(f"{label.trajectory_id[:80]!r} on {label.axis} is labelled "
+                             f"{label.labeled_at.isoformat()}, in the future: fix its labeled_at", path)
 
 
 def calibrate_suite(
@@ -181,19 +174,29 @@ def calibrate_suite(
     repeats: int = 1,
     seed: int = 0,
     n_boot: int = 2000,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     write: bool = True,
 ) -> list[RubricCalibration]:
     """Run the suite's judge on the labelled trajectories (``repeats`` times each) and
-    calibrate each rubric's judge on them; approval records are written unless ``write`` is off."""
+    calibrate each rubric's judge on them. Unless ``write`` is off, each approval record is
+    written with its evidence (``evidence.write_calibration``): the labels file must then lie in
+    the calibration folder, where the gate re-reads it."""
     from judgekit.run.api import RunOptions, local_executor
     from judgekit.run.merge import judged_results
     from judgekit.run.plan import plan_run
 
     options = options or RunOptions()
+    thresholds = Thresholds.of(thresholds)
+    if threshold is not None and threshold != thresholds.graded_pass:
+        raise InputError(f"--threshold {threshold:g} differs from the suite's approval.graded_pass "
+                         f"({thresholds.graded_pass:g}): the gate re-derives approvals with the suite's, so set it "
+                         "there", loaded.path)
     labels = load_labels(labels_path)
     if not labels:
         raise InputError("no labels in the file", labels_path)
+    check_label_dates(labels, labels_path)
+    if write:
+        relative_to_calibration(calibration_dir, labels_path, "labels file")  # refused before any judge is paid
     label_set_sha256 = hashlib.sha256(labels_path.read_bytes()).hexdigest()
     plan = plan_run(loaded, select={label.trajectory_id for label in labels}, repeats=repeats,
                     override=options.override, allow_floating=options.allow_floating)
@@ -217,8 +220,10 @@ def calibrate_suite(
         judged = by_rubric.get(rubric_ref, [])
         ids = {result.trajectory_id for result in plan.items if result.rubric == rubric_ref}
         axes = [axis.name for axis in judged_axes(rubric)]
-        records = [rec for tid, result, repeat in sorted(judged, key=lambda j: (j[0], j[1].axis, j[2]))
-                   if (rec := verdict_record(tid, result, repeat)) is not None]
+        records = [rec for tid, result, repeat in judged if (rec := verdict_record(tid, result, repeat)) is not None]
+        records += _unjudged([item for item in plan.items if item.rubric == rubric_ref], axes,
+                             {(tid, result.axis) for tid, result, _ in judged})
+        records.sort(key=lambda rec: (rec.trajectory_id, rec.axis, rec.effective_repeat))
         rubric_labels = [label for label in labels if label.trajectory_id in ids and label.axis in axes]
         if not records:
             raise InputError(f"rubric {rubric_ref} has no judged axis among the labelled items", labels_path)
@@ -226,13 +231,13 @@ def calibrate_suite(
         if provenance is None:
             raise InputError(f"no judge verdict for rubric {rubric_ref}: every judged axis failed on input", labels_path)
         refs = reference_labels(rubric_labels)
-        report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=threshold, references=refs)
+        report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=thresholds.graded_pass,
+                           references=refs)
         record = calibrate(
             rubric_labels, records, JudgeIdentity.of(provenance), thresholds,
             latest_approval(calibration_dir, rubric.id), axes=axes, labels_file=str(labels_path),
-            label_set_sha256=label_set_sha256, seed=seed, n_boot=n_boot, threshold=threshold, report=report,
-            references=refs,
+            label_set_sha256=label_set_sha256, seed=seed, n_boot=n_boot, report=report, references=refs,
         )
-        path = write_approval(calibration_dir, record) if write else None
+        path = write_calibration(calibration_dir, record, records, labels_path) if write else None
         outcomes.append(RubricCalibration(rubric_ref, report, record, path))
     return outcomes

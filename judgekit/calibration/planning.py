@@ -221,7 +221,7 @@ def plan_pilot(thresholds: Thresholds, labels, verdicts, *, threshold: float = 0
                power: float = DEFAULT_POWER, seed: int = 0) -> dict[str, Plan]:
     """A plan per labelled axis of a pilot (labels and one judge's verdicts on them)."""
     from judgekit.calibration._aggregate import reference_labels
-    from judgekit.calibration.calibrate import _matched
+    from judgekit.calibration.evidence import items_of
     from judgekit.errors import InputError
 
     verdicts = list(verdicts)
@@ -231,12 +231,13 @@ def plan_pilot(thresholds: Thresholds, labels, verdicts, *, threshold: float = 0
     refs = reference_labels(labels)
     plans: dict[str, Plan] = {}
     for axis in sorted({axis for (_, axis), ref in refs.items.items() if ref.kind in ("binary", "graded")}):
-        matched = _matched(refs, verdicts, axis, threshold)
+        kind = next(ref.kind for (_, a), ref in refs.items.items() if a == axis and ref.kind in ("binary", "graded"))
+        items, _ = items_of(refs, verdicts, axis, kind, threshold)
+        matched = [item for item in items if item.judge is not None]
         if not matched:
             continue
-        kind = next(ref.kind for (_, a), ref in refs.items.items() if a == axis and ref.kind in ("binary", "graded"))
-        human = np.array([h for _, h, _ in matched])
-        judge = np.array([j for _, _, j in matched])
+        human = np.array([item.human for item in matched])
+        judge = np.array([item.judge for item in matched])
         if kind == "graded":
             plans[axis] = plan_graded(thresholds, human, judge, threshold=threshold, prevalence=prevalence,
                                       power=power, seed=seed)

@@ -39,9 +39,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import iter_jsonl
+from judgekit._io import RECORD_CONFIG, iter_jsonl
 from judgekit.calibration.labels import Axis
 from judgekit.errors import InputError
 
@@ -52,7 +52,7 @@ VERDICTS_FORMAT_VERSION = 1
 class JudgeVerdictRecord(BaseModel):
     """One judge verdict on one item, axis, answer order and repeat (a line of a verdicts file)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = RECORD_CONFIG
 
     format_version: Literal[1] = Field(
         default=VERDICTS_FORMAT_VERSION, description="Version of the verdicts file format; only 1 exists."
@@ -88,6 +88,15 @@ class JudgeVerdictRecord(BaseModel):
         min_length=1,
         description="Why there is no verdict (invalid reply, refusal, timeout...). Unscored "
         "verdicts are counted apart, never as pass or fail.",
+    )
+    judge_fingerprint: str | None = Field(
+        default=None,
+        description="Calibration verdicts (written by `judgekit calibrate`): the fingerprint of the judge that gave "
+        "it (model pin, endpoint, parameters, rubric and prompt template hashes). The gate re-derives an approval "
+        "only from verdicts naming the judge it gates.",
+    )
+    cache_key: str | None = Field(
+        default=None, description="Calibration verdicts: the cache key of the question asked (the spot check re-asks it)."
     )
 
     @model_validator(mode="after")

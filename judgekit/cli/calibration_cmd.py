@@ -33,7 +33,13 @@ def _is_report(data) -> bool:
 @click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True, help="Ask each question K times (flip rate).")
 @click.option("--compare", is_flag=True, help="Also print mean human vs mean judge score on the sample.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Graded scores >= this count as pass.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="Graded scores >= this count as pass (default: the suite's approval.graded_pass, 0.5 unless set; "
+              "the gate re-derives approvals with the suite's, so another value is refused).")
+@click.option("--spot-check", "spot_check_n", type=click.IntRange(1), metavar="N",
+              help="Judge nothing new and write nothing: re-ask N of the recorded calibration questions of each "
+              "rubric's approval (past the cache) and report answers that differ, labelled items without a recorded "
+              "verdict and recorded verdicts the suite no longer asks (drift or tampering). Exit 1 when any.")
 @click.option("--judge-model", help="Calibrate this judge instead of the suite's.")
 @click.option("--judge-api-base")
 @click.option("--judge-api-key-env")
@@ -41,12 +47,16 @@ def _is_report(data) -> bool:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the agreement report(s) as JSON.")
 @handle_errors
 def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence, power, pilot, repeats, compare, seed,
-              threshold, judge_model, judge_api_base, judge_api_key_env, cache_dir, out) -> None:
+              threshold, spot_check_n, judge_model, judge_api_base, judge_api_key_env, cache_dir, out) -> None:
     """Measure the suite's judge against human labels and record whether it may gate.
 
-    Writes calibration/<rubric-id>/approvals/<fingerprint>.json. A judge is approved on an axis
-    when the 95% one-sided bounds clear the suite's thresholds: kappa's lower bound, and TPR's
-    and TNR's (binary axes) or Spearman's lower bound and the MAE's upper bound (graded axes).
+    Writes calibration/<rubric-id>/approvals/<fingerprint>.json and, beside it, the judge's
+    verdicts on the labelled items (<fingerprint>.verdicts.jsonl); the labels file must lie in
+    the calibration folder. Commit all three: the gate re-derives the approval from the labels
+    and the verdicts, never from what the record says. A judge is approved on an axis when the
+    95% one-sided bounds clear the suite's thresholds: kappa's lower bound, and TPR's and TNR's
+    (binary axes) or Spearman's lower bound and the MAE's upper bound (graded axes), with no
+    more than approval.max_abstention_rate of the labelled items left without a verdict.
     Exit 0 when every judged axis is approved, 1 when one is refused or drifted.
 
     With --plan: how many pass and fail items to label so that the bounds clear with
@@ -57,6 +67,9 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
         return
     if labels_path is None:
         raise click.UsageError("--labels is required (or --plan to plan a label set)")
+    if spot_check_n is not None:
+        _spot_check(suite, labels_path, spot_check_n, seed, repeats, judge_model, judge_api_base, judge_api_key_env)
+        return
     from judgekit.calibration.calibrate import calibrate_suite
     from judgekit.cli._render import progress_factory
     from judgekit.runtime import init
@@ -95,7 +108,7 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
             say(f"  {flag} {one_line(drift.axis)} vs {one_line(drift.previous_fingerprint[:12])} ({drift.previous_decided_at:%Y-%m-%d}): "
                        f"kappa {format_metric(drift.kappa_before)} -> {format_metric(drift.kappa_after)}, accuracy {format_metric(drift.accuracy_before)} -> "
                        f"{format_metric(drift.accuracy_after)}: {one_line(drift.reason)}")
-        say(f"  approval record: {one_line(str(outcome.path))}")
+        say(f"  approval record: {one_line(str(outcome.path))} (and its verdicts file beside it: commit both)")
     if out is not None:
         import json
 
@@ -107,6 +120,41 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
         sys.exit(EXIT_GATE_FAILED)
 
 
+def _spot_check(suite, labels_path, sample, seed, repeats, judge_model, judge_api_base, judge_api_key_env) -> None:
+    """calibrate --spot-check: the recorded calibration questions re-asked, differences reported."""
+    from judgekit.calibration.spot_check import spot_check
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.run import RunOptions
+    from judgekit.suite import load_suite
+
+    loaded = load_suite(suite)
+    options = RunOptions(override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env))
+    checks = spot_check(loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir),
+                        sample=sample, seed=seed, options=options, repeats=repeats)
+    clean = True
+    for check in checks:
+        head = f"== {one_line(check.rubric)}: judge {check.fingerprint[:12]}"
+        if check.problem is not None:
+            say(f"{head}: not checked: {one_line(check.problem)}")
+            clean = False
+            continue
+        say(f"{head}: {check.asked} of {check.recorded} recorded question(s) re-asked: {check.same} the same, "
+            f"{len(check.differences)} different")
+        for diff in check.differences:
+            say(f"  DIFFERS {one_line(diff.trajectory_id)} {diff.axis} (repeat {diff.repeat}): recorded "
+                f"{one_line(diff.recorded)}, now {one_line(diff.now)}")
+        for what, ids in (("labelled question(s) with no recorded verdict", check.missing),
+                          ("recorded verdict(s) the suite no longer asks", check.unknown)):
+            if ids:
+                say(f"  {len(ids)} {what} (first: {one_line(ids[0])})")
+        clean &= check.clean
+    say("spot check: " + ("the recorded verdicts hold" if clean else
+                          "DRIFT OR TAMPERING: the recorded verdicts do not hold (recalibrate, and review the calibration "
+                          "files' history)"))
+    if not clean:
+        sys.exit(EXIT_GATE_FAILED)
+
+
 def _plan(suite, tpr, tnr, prevalence, power, pilot, seed, threshold) -> None:
     """calibrate --plan: the sample each kind of axis needs under the suite's thresholds."""
     from judgekit.calibration.approval import Thresholds
@@ -114,6 +162,7 @@ def _plan(suite, tpr, tnr, prevalence, power, pilot, seed, threshold) -> None:
     from judgekit.suite import load_suite
 
     thresholds = Thresholds.of(load_suite(suite).suite.approval)
+    threshold = thresholds.graded_pass if threshold is None else threshold
     say(f"thresholds: kappa >= {thresholds.min_kappa}, TPR >= {thresholds.min_tpr}, TNR >= {thresholds.min_tnr} "
         f"(binary), Spearman >= {thresholds.min_spearman}, MAE <= {thresholds.max_mae} (graded), as "
         f"{round(100 * thresholds.confidence)}% one-sided bounds, on at least {thresholds.min_items} items")
@@ -164,8 +213,14 @@ def agreement(labels_path, verdicts_path, seed, n_boot, threshold, positive, poo
     from judgekit.calibration import load_labels, load_verdicts
     from judgekit.calibration.agreement import agreement_by_judge
 
+    from judgekit.errors import InputError
+
+    labels, verdicts = load_labels(labels_path), load_verdicts(verdicts_path)
+    for found, path, what in ((labels, labels_path, "labels"), (verdicts, verdicts_path, "verdicts")):
+        if not found:
+            raise InputError(f"no {what} in the file: nothing to measure agreement on", path)
     reports = agreement_by_judge(
-        load_labels(labels_path), load_verdicts(verdicts_path), judges=judges or None, seed=seed, n_boot=n_boot,
+        labels, verdicts, judges=judges or None, seed=seed, n_boot=n_boot,
         threshold=threshold, positive=positive or None, pool=pool, unscored=unscored,
     )
     if as_json:

@@ -106,27 +106,19 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     history = open_history(history_path, create=True) if (do_compare or do_record) else None
     table = TablePrinter() if fmt == "table" else None
     errors: list[tuple[str, str, str]] = []
-    rows = None
-    if history is not None:
-        from judgekit.compare import RunRows, rows_of
-
-        rows = RunRows(run_id="", suite=loaded.suite.name)
 
     def on_result(result) -> None:
         if table is not None:
             table.add(result)
         else:
             print_jsonl(result)
-        if rows is not None:
-            rows.ids.add(result.trajectory_id)
-            for row in rows_of(result):
-                rows.add(row)
         for axis in result.axes.values():
             if axis.status == "error":
                 errors.append((result.trajectory_id, axis.axis, axis.error or ""))
 
     want_reports = any(reports.values())
-    record = run_suite(loaded, options=options, on_result=on_result, keep_results=want_reports, out=out)
+    record = run_suite(loaded, options=options, on_result=on_result, keep_results=want_reports, out=out,
+                       keep_rows=history is not None)
     if table is not None:
         table.print(record)
     if record.ledger is not None:
@@ -143,15 +135,12 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         print_gate(report, err=fmt == "jsonl")  # stdout stays JSON Lines
     comparison = None
     if history is not None:
-        rows.run_id, rows.started_at, rows.git_commit = record.run_id, record.started_at, record.project.git_commit
-        rows.trajectories, rows.gate_passed = record.trajectories, report.passed
-        rows.judges = {seen.fingerprint: dict(seen.axes) for seen in record.judges}
         if policy is not None:
             from judgekit.cli._render import print_comparison
 
-            comparison = compare_run(rows, history, baseline, policy)
+            comparison = compare_run(record.rows(), history, baseline, policy)
             print_comparison(comparison, err=fmt == "jsonl")
-        info = history.record(record, compare_passed=comparison.passed if comparison else None, rows=rows)
+        info = history.record(record, compare_passed=comparison.passed if comparison else None)
         say(f"recorded {info.run_id} in {one_line(str(history_path))}: {'green' if info.green else 'not green'}",
             err=True)
     if want_reports:

@@ -155,25 +155,21 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     2 input error.
     """
     from judgekit.cli._render import print_comparison
-    from judgekit.compare import run_rows
     from judgekit.errors import InputError
-    from judgekit.run.record import open_run
-
     from judgekit.history import history_files
+    from judgekit.run.remeasure import read_remeasured, remeasured_file
 
     protected = history_files(history_path) + [Path(run_ref)] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
     history = _existing_history(history_path)
     policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
     record = None
-    if Path(run_ref).is_file():
+    if Path(run_ref).is_file():  # measured again from its results: its footer is only its claim
         if junit or markdown or html:
-            from judgekit.run.record import read_run
-
-            record = read_run(run_ref)
-            rows = run_rows(record)
+            record = read_remeasured(run_ref)
+            rows = record.rows()
         else:
-            rows = run_rows(open_run(run_ref))
+            rows = remeasured_file(run_ref).rows
     elif history is not None and history.find(run_ref) is not None:
         if junit or markdown or html:
             raise InputError("reports need the run record file (the history keeps rows, not whole results): "
@@ -219,7 +215,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
     them never fails on the run's figures: `compare` and `gate` decide pass or fail.
     """
     from judgekit.errors import InputError
-    from judgekit.run.record import read_run
+    from judgekit.run.remeasure import read_remeasured, run_rows
 
     if not (junit or markdown or html):
         raise InputError("nothing to write: pass --junit, --markdown and/or --html")
@@ -227,12 +223,13 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
     protected = history_files(history_path) + [run_file] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
-    record = read_run(run_file)
+    record = read_remeasured(run_file, suite_optional=True)  # the footer is a claim: reports show the run measured again
+    if record._suite_missing:
+        say(f"note: the suite file the record names ({one_line(str(record.suite_path()))}) is not there: its count "
+            "and summary are measured again, its judges and gate cannot be, and the reports show no gate", err=True)
     history = _existing_history(history_path)
     comparison = None
     if not no_compare:
-        from judgekit.compare import run_rows
-
         policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
         comparison = compare_run(run_rows(record), history, baseline, policy)
     _write_reports(record, comparison, history, junit, markdown, html)
@@ -320,12 +317,24 @@ def history_show(run_id: str, history_path: Path) -> None:
 @history_option
 @handle_errors
 def history_import(records: tuple[Path, ...], history_path: Path) -> None:
-    """Record run record files (RUN.jsonl, either format) in the history; one already there is left as it is."""
+    """Record run record files (RUN.jsonl, either format) in the history; one already there is left as it is.
+
+    Each record is measured again from its results under the suite file it names (its gate
+    policy and approval thresholds, its judges' approvals re-derived) and refused (exit 2, naming
+    what disagrees) when its footer, summary, count or gate disagree with its results, its
+    thresholds are not the suite's, or it claims to have run in the future. It is then compared
+    with the suite's last green run (5% relative drop per axis, as `compare`): a run that
+    regressed is recorded, never green, so it never becomes the baseline."""
     with open_history(history_path, create=True) as history:
         for path in records:
-            info, new = history.import_file(path)
-            say(f"{'recorded' if new else 'already recorded'} {one_line(info.run_id)} ({one_line(str(path))}): "
-                f"{'green' if info.green else 'not green'}")
+            info, new, comparison = history.import_file(path)
+            state = "green" if info.green else "not green"
+            if comparison is not None and not comparison.passed:
+                state += f" (its comparison with {one_line(comparison.baseline.run_id)} failed: " \
+                         f"{one_line('; '.join(comparison.reasons)[:500])})"
+            elif info.gate_passed is False:
+                state += " (its gate failed)"
+            say(f"{'recorded' if new else 'already recorded'} {one_line(info.run_id)} ({one_line(str(path))}): {state}")
 
 
 @history_group.command("prune")

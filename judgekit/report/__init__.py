@@ -27,6 +27,7 @@ class JudgeStatus:
     verdicts: int
     kappa: float | None = None
     kappa_low: float | None = None
+    """The low end of its interval; with no ``kappa_high``, its one-sided 95% lower bound."""
     kappa_high: float | None = None
     labelled: int | None = None
     """Labelled items the approval record rests on (None: no approval record)."""
@@ -46,24 +47,28 @@ class ReportInput:
 
 
 def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
-    """Each judge of the run on each axis, with its approval record's kappa where one matches."""
-    from judgekit.calibration.approval import find_approval
+    """Each judge of the run on each axis, with the kappa of its approval re-derived from its
+    evidence (the record's own figures are never shown: a forged one would be): the estimate and
+    its one-sided lower bound, under the run's approval thresholds."""
+    from judgekit.calibration.approval import Thresholds
+    from judgekit.calibration.evidence import derive_filed
 
     advisory_reasons = {}
     if record.gate_report is not None:
         for axis in record.gate_report.axes:
             for item in axis.advisory:
                 advisory_reasons[(axis.axis, item.rubric)] = item.reason
+    thresholds = Thresholds.of(record.approval)
     found = []
     for seen in record.judges:
-        approval = None
+        derived = None
         if calibration_dir is not None:
             try:
-                approval = find_approval(calibration_dir, seen.rubric.split("@", 1)[0], seen.fingerprint)
+                derived = derive_filed(calibration_dir, seen.rubric.split("@", 1)[0], seen.fingerprint, thresholds)
             except Exception:  # noqa: BLE001 - a report shows what it can; the gate already decided
-                approval = None
+                derived = None
         for axis, status in sorted(seen.axes.items()):
-            decision = approval.axes.get(axis) if approval is not None else None
+            decision = derived.axes.get(axis) if derived is not None and derived.problem is None else None
             if status == "approved":
                 reason = "approved by calibration"
             else:
@@ -72,10 +77,10 @@ def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
                 axis=axis, rubric=seen.rubric, model_pin=seen.model_pin, endpoint=seen.endpoint,
                 fingerprint=seen.fingerprint, status=status, verdicts=seen.verdicts,
                 kappa=decision.kappa.value if decision else None,
-                kappa_low=decision.kappa.low if decision else None,
-                kappa_high=decision.kappa.high if decision else None,
+                kappa_low=decision.kappa_lower if decision else None,
+                kappa_high=None,
                 labelled=decision.n if decision else None,
-                decided_at=approval.decided_at.isoformat() if approval is not None else None,
+                decided_at=derived.record.decided_at.isoformat() if decision else None,
                 reason=reason,
             ))
     return found

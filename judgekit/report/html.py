@@ -496,7 +496,9 @@ def _judges(data) -> str:
     rows = []
     for j in judges:
         kappa = "no calibration" if j.kappa is None else (
-            f"{j.kappa:.2f} [{_num(j.kappa_low, 2)}, {_num(j.kappa_high, 2)}] on {j.labelled} labels")
+            f"{j.kappa:.2f} [{_num(j.kappa_low, 2)}, {_num(j.kappa_high, 2)}] on {j.labelled} labels"
+            if j.kappa_high is not None else
+            f"{j.kappa:.2f} (lower bound {_num(j.kappa_low, 2)}) on {j.labelled} labels")
         rows.append(
             f'<tr class="{"pass" if j.status == "approved" else "advisory"}"><td>{_e(j.axis)}</td>'
             f'<td>{_e(j.rubric)}</td><td><code>{_e(j.model_pin)}</code></td>'
@@ -518,10 +520,10 @@ def _judges(data) -> str:
             ax.set_yticks(range(len(measured)), [_plain(f"{j.axis} · {j.rubric}")[:40] for j in measured])
             ax.set_ylim(-0.6, len(measured) - 0.4)
             ax.set_xlim(-0.05, 1.05)
-            ax.set_xlabel("Cohen's kappa with people (95% interval)")
+            ax.set_xlabel("Cohen's kappa with people (bar: to its 95% lower bound)")
             plot = (f'<figure class="plot" id="plot-calibration"><figcaption>Calibration: green approved, grey '
                     f'advisory</figcaption>{_svg(fig, "plot-calibration")}</figure>')
-    head = ("<tr><th>axis</th><th>rubric</th><th>model</th><th>status</th><th>kappa [95%]</th><th>verdicts</th>"
+    head = ("<tr><th>axis</th><th>rubric</th><th>model</th><th>status</th><th>kappa (95%)</th><th>verdicts</th>"
             "<th>why</th></tr>")
     return (f'<section id="judges"><h2>Judges and calibration</h2><div class="scroll"><table id="judge-table">'
             f'<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>{plot}'

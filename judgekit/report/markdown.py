@@ -247,7 +247,9 @@ def _judges(judges) -> list[str]:
         if judge.kappa is None:
             kappa = "no calibration"
         else:
-            kappa = f"{judge.kappa:.2f} [{_num(judge.kappa_low, 2)}, {_num(judge.kappa_high, 2)}]"
+            kappa = (f"{judge.kappa:.2f} [{_num(judge.kappa_low, 2)}, {_num(judge.kappa_high, 2)}]"
+                     if judge.kappa_high is not None else
+                     f"{judge.kappa:.2f} (lower bound {_num(judge.kappa_low, 2)})")
             if judge.labelled is not None:
                 kappa += f" on {judge.labelled} labels"
         status = "approved" if judge.status == "approved" else "**advisory**"

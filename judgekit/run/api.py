@@ -19,24 +19,14 @@ from judgekit._files import relative_to
 from judgekit._time import utc_now
 from judgekit._version import __version__
 from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
-from judgekit.gate import Gate
 from judgekit.judge.backend import Backend
 from judgekit.judge.resolve import Connector, JudgeOverride
 from judgekit.results import TrajectoryResult
 from judgekit.run.judging import JudgeJob, JudgeRunner, Ledger
 from judgekit.run.merge import merge
 from judgekit.run.plan import DEFAULT_WINDOW, Select, iter_plans
-from judgekit.run.record import (
-    JudgeSeen,
-    RubricEntry,
-    RunFooter,
-    RunHeader,
-    RunRecord,
-    SummaryBuilder,
-    line_of,
-    new_run_id,
-    project_state,
-)
+from judgekit.run.record import RubricEntry, RunHeader, RunRecord, line_of, new_run_id, project_state
+from judgekit.run.remeasure import Measure
 from judgekit.suite import Budget, LoadedSuite, load_suite
 from judgekit.verdict import JudgeVerdict
 
@@ -119,31 +109,6 @@ def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:
                          budget=options.budget or loaded.suite.budget, progress=options.progress)
 
 
-class _Judges:
-    """Which judges answered, and whether each one's verdicts gated."""
-
-    def __init__(self, gate: Gate):
-        self.gate = gate
-        self.seen: dict[str, JudgeSeen] = {}
-
-    def add(self, result: TrajectoryResult) -> None:
-        for name, res in result.axes.items():
-            if res.judge is None:
-                continue
-            key, approval = self.gate.approval_of(res.judge)
-            if key not in self.seen:
-                self.seen[key] = JudgeSeen(fingerprint=key, model_pin=res.judge.model_pin, endpoint=res.judge.endpoint,
-                                           rubric=res.judge.rubric, axes={}, verdicts=0)
-            seen = self.seen[key]
-            seen.verdicts += 1
-            if name not in seen.axes:
-                seen.axes[name] = ("approved" if approval is not None and approval.approved(name, self.gate.thresholds)
-                                   else "advisory")
-
-    def list(self) -> list[JudgeSeen]:
-        return [self.seen[key] for key in sorted(self.seen)]
-
-
 def header_for(loaded: LoadedSuite, record_dir: Path | None = None) -> RunHeader:
     """The header of a run of ``loaded`` whose record goes into ``record_dir`` (None: memory only)."""
     base = loaded.base_dir
@@ -173,6 +138,7 @@ async def run_suite_async(
     on_result: Callable[[TrajectoryResult], None] | None = None,
     keep_results: bool = True,
     out: str | Path | None = None,
+    keep_rows: bool = False,
 ) -> RunRecord:
     """Run ``suite`` (a suite file, a folder with suite.yaml, or a loaded suite) and return its
     record, gate report embedded. Safe to await from inside a running event loop.
@@ -181,17 +147,18 @@ async def run_suite_async(
     when the run ends, never half-written). ``on_result``: called with each trajectory's result
     as soon as it is merged. ``keep_results=False``: the record returned leaves them out (for
     runs too big to hold). ``executor``: answers the judge questions (default: this machine's).
+    ``keep_rows``: keep the rows ``compare`` and the history read (``RunRecord.rows()``).
+
+    The footer is made by ``judgekit.run.remeasure.Measure`` from the results, exactly as a record
+    read back is measured again.
     """
     from judgekit._files import AtomicFile, protect
 
     options = options or RunOptions()
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)
     header = header_for(loaded, Path(out).parent if out is not None else None)
-    gate = Gate(loaded.suite.gate, loaded.resolve(loaded.suite.calibration_dir), thresholds=loaded.suite.approval)
-    summary = SummaryBuilder()
-    judges = _Judges(gate)
+    measure = Measure(loaded, keep_rows=keep_rows)
     kept: list[TrajectoryResult] = []
-    count = 0
     own_executor = executor is None
     with ExitStack() as stack:
         stack.enter_context(protect(loaded.input_files()))  # a record never replaces the suite's own files
@@ -211,26 +178,22 @@ async def run_suite_async(
             else:
                 results = plan.items
             for result in results:
-                count += 1
-                summary.add(result)
-                gate.add(result)
-                judges.add(result)
+                measure.add(result)
                 if writer is not None:
                     writer.write(line_of("result", result))
                 if on_result is not None:
                     on_result(result)
                 if keep_results:
                     kept.append(result)
-        footer = RunFooter(
-            finished_at=utc_now(), trajectories=count, summary=summary.summary(),
-            ledger=executor.ledger.model_copy(deep=True) if executor is not None else None,
-            judges=judges.list(), gate_report=gate.report(),
-        )
+        footer = measure.footer(finished_at=utc_now(),
+                                ledger=executor.ledger.model_copy(deep=True) if executor is not None else None)
         if writer is not None:
             writer.write(line_of("footer", footer))
     record = RunRecord.of(header, kept, footer)
     if out is not None:
         record._source = Path(out)
+    if keep_rows:
+        record._rows = measure.rows_of(header, footer)
     return record
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, partial
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from judgekit._io import sha256_json
+from judgekit._io import RECORD_CONFIG, sha256_json
 from judgekit._text import redact
 from judgekit._time import utc_now
 from judgekit._version import __version__, code_sha256
@@ -214,7 +214,7 @@ class Ledger(BaseModel):
 
     Ledgers of parts of a run (windows, workers) merge by summing: ``total = a + b``."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = RECORD_CONFIG
 
     calls: int = Field(0, description="Calls made to judges, retries included.")
     cache_hits: int = Field(0, description="Verdicts the cache answered.")

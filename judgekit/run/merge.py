@@ -11,11 +11,14 @@ from judgekit.run.plan import RunPlan
 from judgekit.verdict import JudgeVerdict
 
 
-def judged_results(plan: RunPlan, verdicts: Sequence[JudgeVerdict]) -> Iterator[tuple[int, str, int, AxisResultBase]]:
-    """(item index, axis, repeat, axis result) for every judgement of the plan, in plan order."""
-    if len(verdicts) != len(plan.judgements):
-        raise ValueError(f"{len(verdicts)} verdicts for a plan of {len(plan.judgements)} judge questions")
-    for judgement, verdict in zip(plan.judgements, verdicts):
+def judged_results(plan: RunPlan, verdicts: Sequence[JudgeVerdict], judgements: Sequence | None = None
+                   ) -> Iterator[tuple[int, str, int, AxisResultBase]]:
+    """(item index, axis, repeat, axis result) for every judgement of the plan (or those given,
+    whose verdicts ``verdicts`` are), in that order."""
+    judgements = plan.judgements if judgements is None else judgements
+    if len(verdicts) != len(judgements):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(judgements)} judge questions")
+    for judgement, verdict in zip(judgements, verdicts):
         axis = axis_named(judgement.axis)
         job = judgement.job
         deterministic = plan.items[judgement.item].axes.get(axis.name)

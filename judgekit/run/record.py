@@ -16,15 +16,16 @@ import os
 import secrets
 import subprocess
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from judgekit import _io
 from judgekit._files import relative_to
 from judgekit._io import (
+    RECORD_CONFIG,
+    Timestamp,
     MAX_FILE_BYTES,
     describe_validation_error,
     open_regular_file,
@@ -47,7 +48,7 @@ CI_BUILD_VARIABLES = ("JUDGEKIT_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID", "B
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = RECORD_CONFIG
 
 
 class AxisSummary(_Strict):
@@ -91,7 +92,7 @@ class RunHeader(_Strict):
                             "directory for a record not written to a file).")
     project: ProjectState = Field(default_factory=ProjectState)
     judgekit_version: str
-    started_at: datetime
+    started_at: Timestamp
     rubrics: dict[str, RubricEntry] = Field(description="id@version -> hash and file.")
     gate: GatePolicy = Field(default_factory=GatePolicy, description="The suite's gate policy at run time.")
     approval: ApprovalThresholds = Field(
@@ -101,7 +102,7 @@ class RunHeader(_Strict):
 
 
 class RunFooter(_Strict):
-    finished_at: datetime
+    finished_at: Timestamp
     trajectories: int = Field(description="Result lines in the record.")
     summary: dict[str, AxisSummary] = Field(description="Axis -> summary.")
     ledger: Ledger | None = Field(None, description="Judge calls, cache use, tokens and cost (None: nothing judged).")
@@ -114,6 +115,15 @@ class RunRecord(RunHeader, RunFooter):
 
     results: list[TrajectoryResult] = Field(default_factory=list, description="One record per trajectory.")
     _source: Path | None = PrivateAttr(None)  # the file it was read from, for messages
+    _rows: Any = PrivateAttr(None)  # the run's rows, kept as it ran (run_suite(keep_rows=True))
+    _migrated_from: int | None = PrivateAttr(None)  # the format it was read from, when migrated
+    _suite_missing: bool = PrivateAttr(False)  # read for a report whose suite file is gone (judges, gate unknown)
+
+    def rows(self):
+        """The rows ``compare`` and the history read, as the run made them (``run_suite(keep_rows=True)``)."""
+        if self._rows is None:
+            raise ValueError("this record was not made with keep_rows=True")
+        return self._rows
 
     @classmethod
     def of(cls, header: RunHeader, results: list[TrajectoryResult], footer: RunFooter) -> RunRecord:
@@ -126,6 +136,11 @@ class RunRecord(RunHeader, RunFooter):
     @property
     def footer(self) -> RunFooter:
         return RunFooter(**{name: getattr(self, name) for name in RunFooter.model_fields})
+
+    @property
+    def path(self) -> Path | None:
+        """The file this record was read from or written to (None: only in memory)."""
+        return self._source
 
     def suite_path(self) -> Path:
         """The suite file: ``suite_file`` from the folder of the file this record was read
@@ -310,9 +325,12 @@ class RunStream:
         self._line_no = line_no
         self._read = False
 
+    def suite_path(self) -> Path:
+        """The suite file: ``suite_file`` from the folder of this record's file."""
+        return self.path.parent / self.header.suite_file
+
     def calibration_path(self) -> Path:
-        suite = self.path.parent / self.header.suite_file
-        return _calibration_path(suite, self.header.calibration_dir, self.path)
+        return _calibration_path(self.suite_path(), self.header.calibration_dir, self.path)
 
     @property
     def gate(self) -> GatePolicy:
@@ -409,6 +427,7 @@ def open_run(path: str | Path) -> RunStream | RunRecord:
         detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InputError(f"not a run record: {detail}", path) from None
     record._source = path
+    record._migrated_from = version
     return record
 
 

@@ -24,12 +24,9 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score
 
 from judgekit.calibration import JudgeVerdictRecord, Label
 from judgekit.calibration.agreement import agreement, agreement_by_judge
-from judgekit.calibration.approval import (
-    JudgeIdentity,
-    Thresholds,
-    read_approval,
-    write_approval,
-)
+from _approvals import approve
+from judgekit.calibration.approval import JudgeIdentity, Thresholds, read_approval
+from judgekit.calibration.evidence import derive_approval
 from judgekit.calibration.bounds import axis_bounds
 from judgekit.calibration.calibrate import calibrate
 from judgekit.calibration.planning import plan_binary
@@ -65,10 +62,9 @@ def binary_set(n: int, wrong: set[int] = frozenset()) -> tuple[list[Label], list
 
 
 def approval_file(tmp_path: Path, n: int = 60, wrong: set[int] = frozenset()) -> Path:
-    """A genuine format 2 approval record, written where the gate looks for it."""
+    """A genuine approval record with its evidence, written where the gate looks for it."""
     labels, verdicts = binary_set(n, wrong)
-    record = calibrate(labels, verdicts, identity(), Thresholds(), n_boot=300)
-    return write_approval(tmp_path, record)
+    return approve(tmp_path, identity(), labels, verdicts)
 
 
 def edit(path: Path, change) -> None:
@@ -182,11 +178,13 @@ def test_an_approved_decision_whose_own_bounds_fall_short_does_not_gate(tmp_path
     assert not gates(tmp_path)
 
 
-def test_an_approval_whose_stored_pairs_contradict_its_bounds_does_not_gate(tmp_path):
-    """The record keeps its (human, judge) pairs; here the judge is wrong on every one of them
-    while the stored bounds still claim 0.9. The gate can re-measure the pairs and must."""
+def test_an_approval_whose_stored_items_contradict_its_bounds_does_not_gate(tmp_path):
+    """The record lists its items (human, judge per trajectory); here the judge is wrong on every
+    one of them while the stored bounds still claim 0.9. The gate rebuilds the items from the
+    labels and verdicts files and must refuse the record."""
     path = approval_file(tmp_path)
-    edit(path, lambda d: d["axes"]["task_success"].update(pairs=[[h, not j] for h, j in d["axes"]["task_success"]["pairs"]]))
+    edit(path, lambda d: d["axes"]["task_success"].update(
+        items=[{**item, "judge": 1.0 - item["judge"]} for item in d["axes"]["task_success"]["items"]]))
     assert not gates(tmp_path)
 
 
@@ -208,16 +206,15 @@ STRONG = [(True, True)] * 60 + [(False, False)] * 60 + [(True, False), (False, T
 WEAK = [(True, True)] * 12 + [(False, False)] * 10 + [(True, False)] * 2
 
 
-def test_a_genuine_format_1_record_is_neither_trusted_nor_voided(tmp_path):
-    """Format 1 as it was written (no bound fields): a strong one keeps gating, a weak one is
-    advisory with the bound that falls short named."""
-    write_format_1(tmp_path / "strong", format_1(STRONG))
-    assert gates(tmp_path / "strong")
-    write_format_1(tmp_path / "weak", format_1(WEAK))
-    axis = gated_axis(tmp_path / "weak")
-    [advisory] = axis.advisory
-    assert axis.approvals == [] and "old point-estimate rule" in advisory.reason
-    assert "lower bound of kappa is" in advisory.reason
+def test_a_genuine_format_1_record_is_read_but_never_gates(tmp_path):
+    """Format 1 as it was written (no bound fields, no item ids, no verdicts): strong or weak, it
+    cannot be re-derived, so it is advisory with that reason (changed on purpose for issue 26: a
+    strong one used to keep gating on pairs a hand could have written)."""
+    for name, pairs in (("strong", STRONG), ("weak", WEAK)):
+        write_format_1(tmp_path / name, format_1(pairs))
+        axis = gated_axis(tmp_path / name)
+        [advisory] = axis.advisory
+        assert axis.approvals == [] and "approval format 1 names no labelled items" in advisory.reason
 
 
 @pytest.mark.parametrize(("kind", "pairs", "injected"), [
@@ -231,8 +228,8 @@ def test_a_format_1_record_carrying_bounds_format_1_never_had_does_not_gate(tmp_
     "format 1" record that carries them was edited; the migration must not adopt them as if
     they had been measured."""
     write_format_1(tmp_path, format_1(pairs, kind, **injected))
-    record = read_approval(next((tmp_path / "ship" / "approvals").glob("*.json")))
-    assert not record.gates("task_success")[0]
+    read_approval(next((tmp_path / "ship" / "approvals").glob("*.json")))  # read, figures and all
+    assert not derive_approval(tmp_path, identity(), Thresholds()).gates("task_success")[0]
     if kind == "binary":
         assert not gates(tmp_path)
 

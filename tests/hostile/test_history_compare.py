@@ -17,17 +17,20 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports l
 import json
 import sqlite3
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
 from judgekit.cli.loop_cmd import compare_run
-from judgekit.compare import AxisRow, ComparePolicy, RunRows, compare, run_rows
+from judgekit.compare import AxisRow, ComparePolicy, RunRows, compare
+from judgekit.run.remeasure import run_rows
 from judgekit.errors import InputError
 from judgekit.history import History
+from judgekit.results import TrajectoryResult
 from judgekit.run.record import read_run
 from judgekit.testing import ScriptedOpenAIServer
 from test_judge_runner import MODEL, example_suite, scripted_judge
@@ -92,8 +95,26 @@ def write_record(path: Path, lines: list[dict], original: Path) -> Path:
     return path
 
 
+def refooted(path: Path) -> Path:
+    """Give the edited record at ``path`` the footer its results make (what a run holding just
+    those results would have written), so that it is read as a run and not refused as a forgery."""
+    from judgekit.run.remeasure import Measure
+    from judgekit.suite import load_suite
+
+    lines = record_lines(path)
+    header = lines[0]["header"]
+    measure = Measure(load_suite((path.parent / header["suite_file"]).resolve()))
+    for line in lines[1:-1]:
+        measure.add(TrajectoryResult.model_validate(line["result"]))
+    claimed = lines[-1]["footer"]
+    footer = measure.footer(finished_at=datetime.fromisoformat(claimed["finished_at"]), ledger=None)
+    lines[-1] = {"footer": {**footer.model_dump(mode="json"), "ledger": claimed["ledger"]}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
 def imported(world, path: Path) -> Path:
-    """A history holding r1 (green) and r2 (the regression; imported, so green too)."""
+    """A history holding r1 (green) and r2 (the regression: compared with r1 as it is imported, so not green)."""
     code, out = cli("history", "import", world["r1"], world["r2"], "--history", path)
     assert code == 0, out
     return path
@@ -265,6 +286,8 @@ def test_a_partial_record_fails_closed_on_the_cli(world, tmp_path):
     lines[-1]["footer"]["trajectories"] -= 3
     partial = write_record(tmp_path / "partial.jsonl", lines, world["r1"])
     code, out = cli("compare", partial, "--baseline", world["r1"], "--history", tmp_path / "none.sqlite")
+    assert code == 2 and "the footer disagrees with the record's own results: summary" in out  # its summary is r1's
+    code, out = cli("compare", refooted(partial), "--baseline", world["r1"], "--history", tmp_path / "none.sqlite")
     assert code == 1 and "fewer than the baseline" in out and "compare: FAILED" in out
 
 
@@ -278,6 +301,12 @@ def test_compare_exit_codes_on_the_cli(world, tmp_path):
     assert cli("compare", world["r2"], "--baseline", tmp_path / "missing.jsonl", "--history", none)[0] == 2
     lines = record_lines(world["r1"])
     lines[0]["header"]["suite"], lines[0]["header"]["run_id"] = "another suite", "other-suite-run"
+    other = write_record(tmp_path / "other.jsonl", lines, world["r1"])
+    code, out = cli("compare", world["r2"], "--baseline", other, "--history", none)
+    assert code == 2 and "the record is a run of suite 'another suite', but the suite file it names is" in out
+    suite = yaml.safe_load(world["good"].read_text())
+    (world["good"].parent / "another.yaml").write_text(yaml.safe_dump({**suite, "name": "another suite"}))
+    lines[0]["header"]["suite_file"] = "good/another.yaml"
     other = write_record(tmp_path / "other.jsonl", lines, world["r1"])
     code, out = cli("compare", world["r2"], "--baseline", other, "--history", none)
     assert code == 2 and "different suites" in out
@@ -415,7 +444,8 @@ def test_a_results_table_with_other_columns_refuses_the_record_and_keeps_the_run
         conn.execute("DROP TABLE results")
         conn.execute("CREATE TABLE results (a, b)")
     code, out = cli("history", "import", world["r2"], "--history", history)
-    assert code == 2 and "could not record the run" in out
+    # the import reads the last green run to compare with before it writes: the tampered table shows there
+    assert code == 2 and "the history cannot be read: no such column" in out, out
     with sqlite3.connect(history) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
         assert conn.execute("SELECT count(*) FROM run_axes").fetchone()[0] == 3
@@ -545,7 +575,7 @@ def test_importing_a_record_another_job_just_imported_says_already_recorded(worl
 
     job_b.find = find_while_a_imports
     try:
-        info, new = job_b.import_file(world["r1"])
+        info, new, _ = job_b.import_file(world["r1"])
     finally:
         job_a.close()
         job_b.close()
@@ -567,8 +597,11 @@ def test_prune_always_keeps_the_newest_green_run_of_each_suite(world, tmp_path):
             run = base.model_copy(deep=True)
             run.run_id, run.started_at = f"run{i}", base.started_at - timedelta(days=10 - i)
             store.record(run, compare_passed=i in (0, 2))  # green: 0 and 2; 3, 4 failed their comparison
+        suite = yaml.safe_load(world["good"].read_text())
+        (world["good"].parent / "other.yaml").write_text(yaml.safe_dump({**suite, "name": "other suite"}))
         other = base.model_copy(deep=True)
         other.run_id, other.suite, other.started_at = "other0", "other suite", base.started_at - timedelta(days=30)
+        other.suite_file = str(Path(other.suite_file).parent / "other.yaml")
         store.record(other)
     code, out = cli("history", "prune", "--keep", "1", "--older-than-days", "0", "--history", path)
     assert code == 0 and "removed 4 run(s)" in out

@@ -434,7 +434,7 @@ def test_prompt_show_and_its_errors_escape_the_id(project, hostile_suite, tid):
 
 
 def test_a_hostile_rubric_guide_and_approval_reasons_are_escaped(project):
-    """The guide is printed by `prompt show`; an approval record's reasons by `gate`."""
+    """The guide is printed by `prompt show`; what an approval record says that reaches `gate`'s output."""
     rubric = project / "rubrics/update-email.yaml"
     text = rubric.read_text()
     data = yaml.safe_load(text)
@@ -454,12 +454,17 @@ def test_a_hostile_rubric_guide_and_approval_reasons_are_escaped(project):
         assert calibrate(project, server).exit_code == 0
         [approval] = (project / "calibration/update-email/approvals").glob("*.json")
         record = json.loads(approval.read_text())
-        record["axes"]["faithfulness"].update(decision="refused", reasons=["kappa low\x1b[2J\r\ngate: PASSED\x9b"])
+        # The record's own words are never printed (the gate rebuilds them); what it says that
+        # does reach the output, an item's trajectory id in the refusal, is escaped.
+        record["axes"]["faithfulness"].update(reasons=["never shown\x1b[2J"])
+        record["axes"]["faithfulness"]["items"][0]["trajectory_id"] = "kappa low\x1b[2J\r\ngate: PASSED\x9b"
         approval.write_text(json.dumps(record))
         _, _, _ = run(project, server, "run.json")
     gated = judgekit("gate", project / "run.json")
     assert gated.exit_code == 1
-    assert "the judge was refused: kappa low\\x1b[2J\\r\\ngate: PASSED\\x9b" in gated.stdout
+    assert "its items differ from what its labels and verdicts give (item 0 is 'kappa low\\x1b[2J\\r\\ngate: PASSED\\x9b'" \
+        in gated.stdout, gated.stdout
+    assert "never shown" not in gated.stdout
     assert_clean(gated.stdout, gated.stderr)
 
 

@@ -252,7 +252,8 @@ def test_blank_lines_after_the_header_and_crlf_endings_gate_as_the_clean_record(
 def _format_1(record: Path) -> dict:
     H, R, F = parts(record)
     hd, ft = json.loads(H)["header"], json.loads(F)["footer"]
-    return {"format_version": 1, "suite": hd["suite"], "suite_path": str(record.parent / "suite-x" / "suite.yaml"),
+    # format 1 named its suite from the working directory: absolute here (the gate reads its thresholds there)
+    return {"format_version": 1, "suite": hd["suite"], "suite_path": str((record.parent / hd["suite_file"]).resolve()),
             "judgekit_version": "0.0.9", "started_at": hd["started_at"], "finished_at": ft["finished_at"],
             "rubrics": hd["rubrics"], "summary": ft["summary"], "ledger": None, "gate": hd["gate"],
             # format 1 wrote the calibration folder absolute, as the run resolved it
