@@ -40,25 +40,33 @@ CLOCK_SKEW = timedelta(minutes=5)
 
 class Measure:
     """What a run's results make of it, fed one result at a time: the summary, the judges seen
-    (and whether each gated), the gate, and (``keep_rows``) the rows ``compare`` reads."""
+    (and whether each gated), the gate, and (``keep_rows``) the rows ``compare`` reads.
 
-    def __init__(self, loaded: LoadedSuite, *, keep_rows: bool = False, calibration_dir: Path | None = None):
-        suite = loaded.suite
-        self.gate = Gate(suite.gate, calibration_dir or loaded.resolve(suite.calibration_dir),
-                         thresholds=suite.approval)
+    ``loaded`` None (a record whose suite file is gone, read for a report): no gate is decided
+    and every judge advises, since no approval can be re-derived without the suite."""
+
+    def __init__(self, loaded: LoadedSuite | None, *, keep_rows: bool = False, calibration_dir: Path | None = None,
+                 suite_name: str = ""):
+        self.gate = None
+        if loaded is not None:
+            suite = loaded.suite
+            suite_name = suite.name
+            self.gate = Gate(suite.gate, calibration_dir or loaded.resolve(suite.calibration_dir),
+                             thresholds=suite.approval)
         self.summary = SummaryBuilder()
         self.count = 0
-        self.rows = RunRows(run_id="", suite=suite.name) if keep_rows else None
+        self.rows = RunRows(run_id="", suite=suite_name) if keep_rows else None
         self._judges: dict[str, JudgeSeen] = {}
 
     def add(self, result: TrajectoryResult) -> None:
         self.count += 1
         self.summary.add(result)
-        self.gate.add(result)
+        if self.gate is not None:
+            self.gate.add(result)
         for name, res in result.axes.items():
             if res.judge is None:
                 continue
-            key, _ = self.gate.approval_of(res.judge)
+            key = self.gate.approval_of(res.judge)[0] if self.gate is not None else judge_fingerprint(res.judge)
             seen = self._judges.get(key)
             if seen is None:
                 seen = self._judges[key] = JudgeSeen(fingerprint=key, model_pin=res.judge.model_pin,
@@ -66,7 +74,8 @@ class Measure:
                                                      verdicts=0)
             seen.verdicts += 1
             if name not in seen.axes:
-                seen.axes[name] = "approved" if self.gate.judge_gates(res.judge, name) else "advisory"
+                gates = self.gate is not None and self.gate.judge_gates(res.judge, name)
+                seen.axes[name] = "approved" if gates else "advisory"
         if self.rows is not None:
             if result.trajectory_id in self.rows.ids:
                 raise InputError(f"trajectory id {result.trajectory_id[:200]!r} appears twice in the run: a run holds "
@@ -81,7 +90,8 @@ class Measure:
     def footer(self, *, finished_at: datetime, ledger=None) -> RunFooter:
         """The footer these results make (``finished_at`` and ``ledger``: what only the run knew)."""
         return RunFooter(finished_at=finished_at, trajectories=self.count, summary=self.summary.summary(),
-                         ledger=ledger, judges=self.judges(), gate_report=self.gate.report())
+                         ledger=ledger, judges=self.judges(),
+                         gate_report=self.gate.report() if self.gate is not None else None)
 
     def rows_of(self, header: RunHeader, footer: RunFooter) -> RunRows:
         """The run's rows, named by its header (needs ``keep_rows``)."""
@@ -132,10 +142,14 @@ def _first_difference(claimed: Any, measured: Any, where: str = "") -> str | Non
     return None
 
 
-def check_header(header: RunHeader, loaded: LoadedSuite, path: Path | None, *,
+def check_header(header: RunHeader, loaded: LoadedSuite | None, path: Path | None, *,
                  now: Callable[[], datetime] = utc_now) -> None:
-    """InputError when the header is not a run of ``loaded`` under its thresholds, or its start
-    lies in the future."""
+    """InputError when the header is not a run of ``loaded`` under its thresholds (None: its suite
+    is not there to say), or its start lies in the future."""
+    if as_utc(header.started_at) > now() + CLOCK_SKEW:
+        raise InputError(f"the record says it started {header.started_at.isoformat()}, in the future", path)
+    if loaded is None:
+        return
     suite = loaded.suite
     if header.suite != suite.name:
         raise InputError(f"the record is a run of suite {header.suite[:200]!r}, but the suite file it names is "
@@ -146,8 +160,6 @@ def check_header(header: RunHeader, loaded: LoadedSuite, path: Path | None, *,
         if differs:
             raise InputError(f"the record's {what} is not its suite's ({differs.replace('measured again', 'in the suite')})"
                              ": it was not gated under this suite's thresholds", path)
-    if as_utc(header.started_at) > now() + CLOCK_SKEW:
-        raise InputError(f"the record says it started {header.started_at.isoformat()}, in the future", path)
 
 
 def _decided(report) -> dict[str, Any]:
@@ -194,11 +206,11 @@ def remeasure(record: RunRecord | RunStream, *, loaded: LoadedSuite | None = Non
     refusing the record; ``suite_missing`` says so."""
     path = record.path
     header = record.header
-    if loaded is None and suite_optional and not record.suite_path().is_file():
-        return _without_suite(record, keep_rows=keep_rows, keep_results=keep_results, now=now)
-    loaded = loaded or load_suite(record.suite_path())
+    missing = loaded is None and suite_optional and not record.suite_path().is_file()
+    if not missing:
+        loaded = loaded or load_suite(record.suite_path())
     check_header(header, loaded, path, now=now)
-    measure = Measure(loaded, keep_rows=keep_rows, calibration_dir=calibration_dir)
+    measure = Measure(loaded, keep_rows=keep_rows, calibration_dir=calibration_dir, suite_name=header.suite)
     kept: list[TrajectoryResult] | None = [] if keep_results else None
     for result in record.results:
         entry = header.rubrics.get(result.rubric)
@@ -211,47 +223,9 @@ def remeasure(record: RunRecord | RunStream, *, loaded: LoadedSuite | None = Non
     claimed = record.footer
     footer = measure.footer(finished_at=claimed.finished_at, ledger=claimed.ledger)
     check_footer(claimed, footer, path, started_at=header.started_at, now=now,
-                 migrated=getattr(record, "_migrated_from", None) is not None)
+                 migrated=missing or getattr(record, "_migrated_from", None) is not None)
     return Remeasured(header=header, footer=footer, rows=measure.rows_of(header, footer) if keep_rows else None,
-                      results=kept)
-
-
-def _without_suite(record, *, keep_rows: bool, keep_results: bool, now: Callable[[], datetime]) -> Remeasured:
-    header = record.header
-    if as_utc(header.started_at) > now() + CLOCK_SKEW:
-        raise InputError(f"the record says it started {header.started_at.isoformat()}, in the future", record.path)
-    summary, count = SummaryBuilder(), 0
-    rows = RunRows(run_id=header.run_id, suite=header.suite) if keep_rows else None
-    kept: list[TrajectoryResult] | None = [] if keep_results else None
-    judges: dict[str, JudgeSeen] = {}
-    for result in record.results:
-        count += 1
-        summary.add(result)
-        for name, res in result.axes.items():
-            if res.judge is not None:  # with no suite, no approval can be re-derived: every judge advises
-                key = judge_fingerprint(res.judge)
-                seen = judges.setdefault(key, JudgeSeen(fingerprint=key, model_pin=res.judge.model_pin,
-                                                        endpoint=res.judge.endpoint, rubric=res.judge.rubric,
-                                                        axes={}, verdicts=0))
-                seen.verdicts += 1
-                seen.axes[name] = "advisory"
-        if rows is not None:
-            if result.trajectory_id in rows.ids:
-                raise InputError(f"trajectory id {result.trajectory_id[:200]!r} appears twice in the run", record.path)
-            rows.ids.add(result.trajectory_id)
-            for row in rows_of(result):
-                rows.add(row)
-        if kept is not None:
-            kept.append(result)
-    claimed = record.footer
-    footer = RunFooter(finished_at=claimed.finished_at, trajectories=count, summary=summary.summary(),
-                       ledger=claimed.ledger, judges=[judges[key] for key in sorted(judges)])
-    check_footer(claimed, footer, record.path, started_at=header.started_at, migrated=True, now=now)
-    if rows is not None:
-        rows.started_at, rows.git_commit, rows.trajectories = header.started_at, header.project.git_commit, count
-        rows.rubrics = {ref: entry.sha256 for ref, entry in header.rubrics.items()}
-        rows.judges = {seen.fingerprint: dict(seen.axes) for seen in footer.judges}
-    return Remeasured(header=header, footer=footer, rows=rows, results=kept, suite_missing=True)
+                      results=kept, suite_missing=missing)
 
 
 def remeasured_file(path: str | Path, **kwargs) -> Remeasured:
