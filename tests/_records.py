@@ -5,6 +5,9 @@ claim, where the test is about the rendering, not about trust)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+
 from judgekit.compare import RunRows, rows_of
 from judgekit.run.record import RunRecord
 from judgekit.run.remeasure import Measure
@@ -35,3 +38,25 @@ def rows_as_claimed(record: RunRecord) -> RunRows:
     rows.gate_passed = record.gate_report.passed if record.gate_report is not None else None
     rows.judges = {seen.fingerprint: dict(seen.axes) for seen in record.judges}
     return rows
+
+
+def refoot_file(path: Path, original: Path) -> Path:
+    """The record file at ``path`` (lines of ``original`` edited by a test, written elsewhere)
+    with its suite named from its own folder and the footer its results make."""
+    import json
+    import os
+
+    from judgekit.results import TrajectoryResult
+
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    header = lines[0]["header"]
+    suite = (original.parent / header["suite_file"]).resolve()
+    header["suite_file"] = os.path.relpath(suite, path.parent)
+    measure = Measure(load_suite(suite))
+    for line in lines[1:-1]:
+        measure.add(TrajectoryResult.model_validate(line["result"]))
+    claimed = lines[-1]["footer"]
+    footer = measure.footer(finished_at=datetime.fromisoformat(claimed["finished_at"]))
+    lines[-1] = {"footer": {**footer.model_dump(mode="json"), "ledger": claimed["ledger"]}}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path

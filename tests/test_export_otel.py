@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from _records import refoot_file
 from click.testing import CliRunner
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
@@ -175,7 +176,9 @@ def test_a_result_that_is_not_scored_has_an_error_type_and_no_score(judged, tmp_
     row["result"]["axes"]["tool_correctness"].update(status="error", error="snapshot missing", score=None)
     edited = tmp_path / "edited.jsonl"
     edited.write_text("\n".join([lines[0], json.dumps(row), *lines[2:]]) + "\n", encoding="utf-8")
-    assert export(edited, "--otel", tmp_path / "events.jsonl").exit_code == 0
+    refused = export(edited, "--otel", tmp_path / "events.jsonl")  # its footer still counts those two as scored
+    assert refused.exit_code == 2 and "the footer disagrees with the record's own results" in refused.output
+    assert export(refoot_file(edited, judged), "--otel", tmp_path / "events.jsonl").exit_code == 0
     first = {e["attrs"]["gen_ai.evaluation.name"]: e["attrs"] for e in file_events(tmp_path / "events.jsonl")[:3]}
     for axis, kind in (("faithfulness", "timeout"), ("tool_correctness", "input_error")):
         assert first[axis]["error.type"] == kind
@@ -198,7 +201,8 @@ def test_a_format_1_record_exports_the_same_scores(judged, tmp_path):
     keys = ("judgekit.trajectory.id", "gen_ai.evaluation.name", "gen_ai.evaluation.score.value")
     assert scores(tmp_path / "v1.jsonl", *keys) == scores(tmp_path / "v2.jsonl", *keys)
     v1_judged = [e for e in file_events(tmp_path / "v1.jsonl") if e["attrs"]["judgekit.axis.source"] == "judge"]
-    assert v1_judged and {e["attrs"]["judgekit.approval"] for e in v1_judged} == {"unknown"}  # v1 kept no judges
+    # v1 kept no judges; the run measured again names them, and no approval is filed for this one
+    assert v1_judged and {e["attrs"]["judgekit.approval"] for e in v1_judged} == {"advisory"}
 
 
 def test_the_same_record_exports_to_the_same_bytes(judged, tmp_path):

@@ -17,7 +17,9 @@ record: ``eventName: gen_ai.evaluation.result``, severity INFO, and these attrib
   ``judgekit.trajectory.source``, ``judgekit.rubric`` (id@version), ``judgekit.rubric.sha256``,
   ``judgekit.axis.status`` (scored/unscored/error), ``judgekit.axis.source``
   (deterministic/judge), ``judgekit.approval`` (``approved`` or ``advisory`` for a judged axis,
-  as the run's footer records its judge; ``unknown`` when it does not; ``not_judged``), and when a
+  as the run measured again says, its judge's approval re-derived: a record whose footer
+  disagrees with its results is refused; ``advisory`` when the suite file it names is gone;
+  ``not_judged``), and when a
   judge took part ``judgekit.judge.model_pin``, ``judgekit.judge.fingerprint``,
   ``judgekit.judge.endpoint``, ``judgekit.judge.reported_model``, ``judgekit.judge.model_mismatch``.
 
@@ -33,8 +35,8 @@ nothing depends on today, so the same record exports to the same bytes.
 
 The file is JSON Lines, one OTLP/JSON ``ExportLogsServiceRequest`` per trajectory (the collector's
 file exporter format: its ``otlpjsonfile`` receiver reads it back), ids in hex as OTLP/JSON says.
-A format 2 run record is read twice as a stream (the footer, then the results), never whole; a
-format 1 record is read whole through its migration.
+A format 2 run record is read twice as a stream (measured again, then the results), never whole;
+a format 1 record is read whole through its migration.
 """
 
 from __future__ import annotations
@@ -88,16 +90,14 @@ def _run_context(header, footer_time: datetime, judges) -> RunContext:
 def open_events(path: Path) -> tuple[RunContext, Iterator[tuple[str, list[EvaluationEvent]]]]:
     """The run's shared context, and (trajectory id, its events) for each result, in order."""
     from judgekit.run.record import RunRecord, open_run
+    from judgekit.run.remeasure import remeasure
 
     opened = open_run(path)
-    if isinstance(opened, RunRecord):  # format 1, migrated, in memory
-        context = _run_context(opened.header, opened.finished_at, opened.judges)
-        results = iter(opened.results)
-    else:
-        for _ in opened.iter_results():  # first pass: only to reach the footer
-            pass
-        context = _run_context(opened.header, opened.footer.finished_at, opened.footer.judges)
-        results = open_run(path).iter_results()
+    kept = isinstance(opened, RunRecord)  # format 1, migrated, in memory
+    # First pass: the run measured again (its judges' approvals re-derived), never the footer's word.
+    measured = remeasure(opened, keep_rows=False, keep_results=kept, suite_optional=True)
+    context = _run_context(measured.header, measured.footer.finished_at, measured.footer.judges)
+    results = iter(measured.results) if kept else open_run(path).iter_results()
     return context, ((result.trajectory_id, events_of(result, context, path)) for result in results)
 
 

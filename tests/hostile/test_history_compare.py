@@ -30,7 +30,7 @@ from judgekit.compare import AxisRow, ComparePolicy, RunRows, compare
 from judgekit.run.remeasure import run_rows
 from judgekit.errors import InputError
 from judgekit.history import History
-from judgekit.results import TrajectoryResult
+from _records import refoot_file
 from judgekit.run.record import read_run
 from judgekit.testing import ScriptedOpenAIServer
 from test_judge_runner import MODEL, example_suite, scripted_judge
@@ -98,19 +98,7 @@ def write_record(path: Path, lines: list[dict], original: Path) -> Path:
 def refooted(path: Path) -> Path:
     """Give the edited record at ``path`` the footer its results make (what a run holding just
     those results would have written), so that it is read as a run and not refused as a forgery."""
-    from judgekit.run.remeasure import Measure
-    from judgekit.suite import load_suite
-
-    lines = record_lines(path)
-    header = lines[0]["header"]
-    measure = Measure(load_suite((path.parent / header["suite_file"]).resolve()))
-    for line in lines[1:-1]:
-        measure.add(TrajectoryResult.model_validate(line["result"]))
-    claimed = lines[-1]["footer"]
-    footer = measure.footer(finished_at=datetime.fromisoformat(claimed["finished_at"]), ledger=None)
-    lines[-1] = {"footer": {**footer.model_dump(mode="json"), "ledger": claimed["ledger"]}}
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
+    return refoot_file(path, path)
 
 
 def imported(world, path: Path) -> Path:

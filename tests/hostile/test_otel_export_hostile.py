@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from _records import refoot_file
 import yaml
 from click.testing import CliRunner
 from google.protobuf import json_format
@@ -433,7 +434,7 @@ def _with_axes(record: Path, target: Path, edit) -> Path:
                 edit(axis)
         lines.append(json.dumps(row))
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return target
+    return refoot_file(target, record)  # the footer its edited results make: a record, not a forgery
 
 
 def test_every_score_round_trips_exactly_through_protobuf(record, tmp_path):
