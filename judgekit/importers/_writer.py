@@ -222,6 +222,11 @@ class ImportWriter:
         return self._open[relative][1]
 
     def text(self, name: str | PurePosixPath, text: str) -> Path:
+        """Write the file ``name`` whole, once: a second file of one import under the same name
+        (two inputs that name it alike) is an InputError, never a silent replacement."""
+        if self.out / _relative(name) in self._written:
+            raise InputError(f"two things of this import would both be written as {_relative(name)}: rename one",
+                             self.out / _relative(name))
         relative, staged = self._target(name)
         if relative in self._open:
             raise ValueError(f"{relative} is being streamed; it cannot also be written whole")

@@ -712,7 +712,7 @@ class _Drafts:
         taken: set[str] = set()
         for agent, tools in sorted(self.tools.items()):
             if tools:
-                yield _draft(agent, _slug(agent, taken), tools, registered, src)
+                yield _draft(agent, _slug(agent, taken, src), tools, registered, src)
 
 
 def _declared(definitions: Any, span: _Span, src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -732,13 +732,16 @@ def _declared(definitions: Any, span: _Span, src: Path) -> Iterator[tuple[str, d
         yield inner["name"], parameters
 
 
-def _slug(agent: str, taken: set[str]) -> str:
+def _slug(agent: str, taken: set[str], src: Path) -> str:
     """The agent's name as a rubric id part. Two agents that would share one ("Support Agent",
     "support-agent"; any two names without ASCII letters) keep apart by a hash of the name: the
     second draft would otherwise replace the first without a word."""
     slug = file_name(agent, "agent", lower=True)
     if slug in taken:
-        slug = f"{slug}-{hashlib.sha256(agent.encode()).hexdigest()[:8]}"
+        slug = f"{slug}-{hashlib.sha256(agent.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    if slug in taken:  # a name made to look like another's hashed one: refused, never replaced
+        raise InputError(f"agent {agent[:200]!r} would be written as {slug!r}, which another agent's draft has: "
+                         "rename one", src)
     taken.add(slug)
     return slug
 

@@ -317,6 +317,21 @@ def test_otel_agent_names(tmp_path, agent):
         f"drafts/draft-{file_name(agent, 'agent', lower=True)}.yaml", "trajectories.jsonl"]
 
 
+def test_otel_agents_whose_drafts_would_share_a_name_are_refused(tmp_path):
+    """"a b" takes draft-a-b; "a/b" would too, so it takes "a-b-" and its hash; an agent named
+    exactly that must not then replace it (found by a hostile review: one draft was lost)."""
+    text = (TESTS / "data" / "otel" / "mixed.jsonl").read_text(encoding="utf-8")
+    agents = ["a b", "a-b-" + hashlib.sha256(b"a/b").hexdigest()[:8], "a/b"]
+    docs = []
+    for k, agent in enumerate(agents):
+        doc = re.sub(r'"traceId":"([0-9a-f]{2})', lambda m: f'"traceId":"{k + 1:02x}', text)
+        docs.append(doc.replace('{"stringValue":"support-agent"}', json.dumps({"stringValue": agent})))
+    src = tmp_path / "traces.jsonl"
+    src.write_text("".join(docs), encoding="utf-8")
+    refused(["otel-genai", src, "--draft-rubric"], tmp_path / "out", src,
+            "agent 'a/b' would be written as 'a-b-")
+
+
 # --- LLMBar: the model and prompt folders ---------------------------------------------------------
 
 
