@@ -31,10 +31,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from datetime import datetime
-from typing import Annotated, Any, BinaryIO, TypeVar
+from typing import Annotated, Any, BinaryIO, Literal, TypeVar
 
 import jiter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
 
@@ -57,8 +57,30 @@ verdicts, approvals) is validated: unknown keys refused, no NaN, and strict type
 of ``"1.0"`` is not a number and ``1`` is not ``true``. Timestamps alone are read from their
 ISO 8601 text (``Timestamp``)."""
 
-Timestamp = Annotated[datetime, Field(strict=False)]
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]|$)")
+
+
+def _iso_text(value: Any) -> Any:
+    """A time as ISO 8601 text (or a datetime made in code): never a number of seconds, which a
+    lax datetime would also take."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _ISO_DATE.match(value)):
+        return value
+    raise ValueError("a time is ISO 8601 text, such as 2026-12-01T10:00:00Z")
+
+
+def _whole_number(value: Any) -> Any:
+    """A format version as JSON writes it, a whole number: 2.0 equals 2, but no judgekit wrote it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("a format version is a whole number, written without a point")
+    return value
+
+
+Timestamp = Annotated[datetime, Field(strict=False), BeforeValidator(_iso_text)]
 """A datetime field of a strict record: read from ISO 8601 text, as JSON has no datetime."""
+Version1 = Annotated[Literal[1], BeforeValidator(_whole_number)]
+Version2 = Annotated[Literal[2], BeforeValidator(_whole_number)]
+Version3 = Annotated[Literal[3], BeforeValidator(_whole_number)]
+"""``format_version`` fields: the literal, and a whole number (strict pydantic takes 2.0 for 2)."""
 
 def describe_validation_error(err: ValidationError) -> str:
     """One readable sentence for the first problem pydantic found (plus a count of others)."""

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import canonical_json
+from judgekit._io import Version1, canonical_json
 from judgekit._json_equality import json_equal, normal_form
 from judgekit.errors import InputError
 from judgekit.world import (
@@ -76,7 +76,7 @@ class Diff(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = Field(DIFF_FORMAT_VERSION, description="Diff format version.")
+    format_version: Version1 = Field(DIFF_FORMAT_VERSION, description="Diff format version.")
     kind: Literal["json", "sqlite"] = Field(description="What the snapshots were.")
     changes: list[Change] = Field(
         default_factory=list,

@@ -11,12 +11,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._files import write_text_atomically
-from judgekit._io import load_json_model
+from judgekit._io import Version1, load_json_model
 from judgekit.rubric import Rubric
 from judgekit.suite import load_rubrics
 
@@ -34,7 +33,7 @@ class LockEntry(BaseModel):
 class LockFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = 1
+    format_version: Version1 = 1
     rubrics: dict[str, LockEntry] = Field(default_factory=dict, description="id@version -> entry.")
 
 

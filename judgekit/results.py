@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from judgekit._io import RECORD_CONFIG
+from judgekit._io import Version1, RECORD_CONFIG
 from judgekit.verdict import Provenance, UnscoredReason
 
 RESULT_FORMAT_VERSION = 1
@@ -227,7 +227,7 @@ def _read_axes(value: Any) -> dict[str, _AxisResultBase]:
 class TrajectoryResult(_Strict):
     """All axes of one trajectory under one rubric."""
 
-    format_version: Literal[1] = RESULT_FORMAT_VERSION
+    format_version: Version1 = RESULT_FORMAT_VERSION
     trajectory_id: str = Field(description="The trajectory's id.")
     rubric: str = Field(description="id@version of the rubric applied.")
     rubric_sha256: str = Field(description="Canonical hash of that rubric.")

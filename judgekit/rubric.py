@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from judgekit._documents import load_document
-from judgekit._io import sha256_json
+from judgekit._io import Version1, sha256_json
 from judgekit._regex import check_pattern
 from judgekit.judge.spec import JudgeSpec
 
@@ -303,7 +303,7 @@ class Rubric(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, allow_inf_nan=False)
     _sha256: str | None = PrivateAttr(None)
 
-    format_version: Literal[1] = Field(RUBRIC_FORMAT_VERSION, description="Rubric format version.")
+    format_version: Version1 = Field(RUBRIC_FORMAT_VERSION, description="Rubric format version.")
     id: str = Field(description="Stable id: lowercase letters, digits, '.', '_', '-'.")
     version: str = Field(description="Semantic version; bump it whenever criteria change.")
     registered: date = Field(description="The day the criteria were written and frozen.")

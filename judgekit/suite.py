@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit._io import Version1
 from judgekit._documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
@@ -103,7 +103,7 @@ class Suite(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    format_version: Literal[1] = Field(SUITE_FORMAT_VERSION, description="Suite format version.")
+    format_version: Version1 = Field(SUITE_FORMAT_VERSION, description="Suite format version.")
     name: str = Field(description="Name of the suite, for reports.")
     rubrics: list[str] = Field(
         min_length=1, description="Rubric files or folders of rubric files, relative to the suite file."

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import iter_jsonl_raw
+from judgekit._io import Version1, iter_jsonl_raw
 from judgekit.world import SnapshotPolicy, SnapshotSpec
 
 TRAJECTORY_FORMAT_VERSION = 1
@@ -72,7 +72,7 @@ class Trajectory(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    format_version: Literal[1] = Field(TRAJECTORY_FORMAT_VERSION, description="Trajectory format version.")
+    format_version: Version1 = Field(TRAJECTORY_FORMAT_VERSION, description="Trajectory format version.")
     id: str = Field(min_length=1, description="Unique id of this run within its suite.")
     prompt: str = Field(description="What the agent was asked to do.")
     calls: list[Call] = Field(default_factory=list, description="Every tool call, in order.")

@@ -51,6 +51,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit._io import Version1
 from judgekit.calibration._aggregate import (
     AxisCoverage,
     InterAnnotator,
@@ -172,7 +173,7 @@ class AgreementReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = Field(default=REPORT_FORMAT_VERSION, description="Version of this report format.")
+    format_version: Version1 = Field(default=REPORT_FORMAT_VERSION, description="Version of this report format.")
     judge: str | None = Field(description="The judge whose verdicts were compared (from the verdicts).")
     seed: int = Field(description="Bootstrap seed; the same seed gives the same report.")
     n_boot: int = Field(description="Bootstrap resamples per section.")

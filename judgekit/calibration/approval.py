@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from judgekit._io import (
+    Version3,
     MAX_DOCUMENT_BYTES,
     RECORD_CONFIG,
     Timestamp,
@@ -183,7 +184,7 @@ class ApprovalRecord(BaseModel):
 
     model_config = RECORD_CONFIG
 
-    format_version: Literal[3] = APPROVAL_FORMAT_VERSION
+    format_version: Version3 = APPROVAL_FORMAT_VERSION
     migrated_from: int | None = Field(
         None, description="The format this record was read from (1 or 2): such a record names no items and keeps "
         "no verdicts, so it cannot be re-derived and never gates.")
@@ -244,7 +245,7 @@ def read_approval(path: Path) -> ApprovalRecord:
     expected = "an approval record"
     data = read_json(path, max_bytes=MAX_DOCUMENT_BYTES, expected=expected)
     version = data.get("format_version") if isinstance(data, dict) else None
-    if isinstance(version, bool) or version not in MIGRATIONS:
+    if isinstance(version, bool) or not isinstance(version, int) or version not in MIGRATIONS:
         raise InputError(f"not {expected}: format_version {version!r} is not one of "
                          f"{sorted(MIGRATIONS)}", path)
     try:

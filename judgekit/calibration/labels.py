@@ -42,7 +42,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
+from judgekit._io import Version1, RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
 from judgekit.errors import InputError
 from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
 
@@ -59,7 +59,7 @@ class Label(BaseModel):
 
     model_config = RECORD_CONFIG
 
-    format_version: Literal[1] = Field(
+    format_version: Version1 = Field(
         default=LABELS_FORMAT_VERSION, description="Version of the labels file format; only 1 exists."
     )
     trajectory_id: str = Field(min_length=1, description="Id of the labelled trajectory (or pairwise item).")

@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import RECORD_CONFIG, iter_jsonl
+from judgekit._io import Version1, RECORD_CONFIG, iter_jsonl
 from judgekit.calibration.labels import Axis
 from judgekit.errors import InputError
 
@@ -54,7 +54,7 @@ class JudgeVerdictRecord(BaseModel):
 
     model_config = RECORD_CONFIG
 
-    format_version: Literal[1] = Field(
+    format_version: Version1 = Field(
         default=VERDICTS_FORMAT_VERSION, description="Version of the verdicts file format; only 1 exists."
     )
     trajectory_id: str = Field(min_length=1, description="Id of the judged trajectory (or pairwise item).")

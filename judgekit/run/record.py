@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 from judgekit import _io
 from judgekit._files import relative_to
 from judgekit._io import (
+    Version2,
     RECORD_CONFIG,
     Timestamp,
     MAX_FILE_BYTES,
@@ -85,7 +86,7 @@ class JudgeSeen(_Strict):
 
 class RunHeader(_Strict):
     format: Literal["judgekit-run"] = RUN_FORMAT
-    format_version: Literal[2] = RUN_FORMAT_VERSION
+    format_version: Version2 = RUN_FORMAT_VERSION
     run_id: str = Field(description="Unique id of this run (time-sortable).")
     suite: str = Field(description="Suite name.")
     suite_file: str = Field(description="The suite file, relative to the folder holding this record (to the working "
@@ -418,7 +419,8 @@ def open_run(path: str | Path) -> RunStream | RunRecord:
         return stream
     document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
     version = document.get("format_version") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or isinstance(version, bool) or version not in MIGRATIONS:
+    if not isinstance(document, dict) or isinstance(version, bool) or not isinstance(version, int) or (
+            version not in MIGRATIONS):
         raise InputError(f"not a run record (format {RUN_FORMAT_VERSION} is JSON Lines starting with a header "
                          "line; format 1 is one JSON document)", path)
     try:

@@ -42,7 +42,7 @@ from pydantic import (
 )
 
 from judgekit._documents import load_document, parse_yaml
-from judgekit._io import describe_validation_error
+from judgekit._io import Version1, describe_validation_error
 from judgekit.errors import InputError
 from judgekit.safety.findings import Finding, Signal
 
@@ -119,7 +119,7 @@ class RiskRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = Field(1, description="Format of this record.")
+    format_version: Version1 = Field(1, description="Format of this record.")
     signal: Signal = Field(description="The stop-ship signal this record waives (judgekit.safety.findings.SIGNALS).")
     scope: RiskScope = Field(description="The trajectories and/or tools it covers; a finding is covered when "
                              "its trajectory id or its tool is listed.")

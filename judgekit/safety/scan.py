@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._io import sha256_json
+from judgekit._io import Version1, sha256_json
 from judgekit._text import redact
 from judgekit._time import utc_now
 from judgekit._version import __version__
@@ -87,7 +87,7 @@ class SafetyReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: Literal[1] = SAFETY_FORMAT_VERSION
+    format_version: Version1 = SAFETY_FORMAT_VERSION
     kind: Literal["judgekit-safety-scan"] = "judgekit-safety-scan"
     scan_id: str
     suite: str

@@ -151,6 +151,29 @@ def test_no_edit_of_a_refused_record_makes_it_gate(calibration, change, why):
     assert axis.approvals == [] and why in axis.advisory[0].reason
 
 
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda d: d.update(format_version=3.0), id="format_version_3_0"),
+    pytest.param(lambda d: d.update(decided_at=1764000000), id="decided_at_as_seconds"),
+    pytest.param(lambda d: d.update(decided_at="1764000000"), id="decided_at_as_digits"),
+    pytest.param(lambda d: d["axes"]["task_success"].update(n=60.0), id="a_count_as_a_float"),
+    pytest.param(lambda d: d["axes"]["task_success"]["items"][0].update(judge="1.0"), id="a_verdict_as_text"),
+])
+def test_a_record_of_the_wrong_types_is_not_an_approval_record(calibration, change):
+    edit_json(record_of(calibration, B), change)
+    with pytest.raises(InputError, match="not an approval record"):
+        gates(calibration, B)
+
+
+def test_labels_dated_by_a_number_of_seconds_are_refused(calibration):
+    labels_path = calibration / "ship" / "labels.jsonl"
+    lines = [json.loads(line) for line in labels_path.read_text().splitlines()]
+    lines[0]["labeled_at"] = 1764000000
+    labels_path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    edit_json(record_of(calibration, B), lambda d: d.update(label_set_sha256=rehash(labels_path)))
+    allowed, why = gates(calibration, B)
+    assert not allowed and "a time is ISO 8601 text" in why
+
+
 @pytest.mark.parametrize("extra", [{"bounds_seed": 19}, {"bounds_draws": 100}])
 def test_a_record_choosing_its_own_draws_is_not_an_approval_record(calibration, extra):
     """Seeds and draws are the code's: a record that names its own is refused as malformed."""

@@ -104,6 +104,14 @@ FORGERIES = [
                  "Input should be a valid boolean", id="int_for_bool"),
     pytest.param(lambda ls: ls[-1]["footer"].update(trajectories="9"), "Input should be a valid integer",
                  id="string_count"),
+    pytest.param(lambda ls: ls[0]["header"].update(started_at=1764000000), "a time is ISO 8601 text",
+                 id="started_at_as_seconds"),
+    pytest.param(lambda ls: ls[0]["header"].update(started_at="1764000000"), "a time is ISO 8601 text",
+                 id="started_at_as_digits"),
+    pytest.param(lambda ls: ls[0]["header"].update(format_version=2.0), "a format version is a whole number",
+                 id="header_version_2_0"),
+    pytest.param(lambda ls: ls[1]["result"].update(format_version=1.0), "a format version is a whole number",
+                 id="result_version_1_0"),
 ]
 
 
