@@ -250,8 +250,8 @@ def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibr
 def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateReport:
     """The gate of a run record: a ``judgekit.run.RunRecord``, or a stream from ``open_run``
     (its results are read once, as they come), under the gate policy and approval thresholds of
-    the suite it names, read again from the suite file (what the record says of them is its
-    claim, not the suite's). ``calibration_dir`` defaults to the suite's."""
+    the suite it names, read again from the suite file (what the record says of them, and of its
+    calibration folder, is its claim, not the suite's). ``calibration_dir`` defaults to the suite's."""
     from judgekit.suite import load_suite
 
     loaded = load_suite(record.suite_path())
@@ -260,6 +260,6 @@ def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateR
 
         raise InputError(f"the record is a run of suite {record.header.suite[:200]!r}, but the suite file it names "
                          f"({loaded.path}) is {loaded.suite.name[:200]!r}", getattr(record, "path", None))
-    calibration_dir = Path(calibration_dir or record.calibration_path())
+    calibration_dir = Path(calibration_dir or loaded.resolve(loaded.suite.calibration_dir))
     return gate_results(record.results, loaded.suite.gate, calibration_dir, seed=seed,
                         thresholds=loaded.suite.approval)

@@ -247,3 +247,23 @@ def test_labels_outside_the_calibration_folder_are_refused_before_any_judge_is_a
                      str(outside), "--cache-dir", str(project / "cache"), *judge_args(server))
         assert server.requests == []
     assert result.exit_code == 2 and "must lie in the calibration folder" in result.output
+
+
+@pytest.mark.parametrize("claimed", ["../../nowhere", "/tmp", ""])
+def test_gate_reads_the_suites_calibration_folder_never_the_records(project, tmp_path, claimed):
+    """A record naming another calibration folder (found by a hostile review: an empty one made
+    the approved judge that fails faithfulness advisory, and the gate passed)."""
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        assert calibrate(project, server).exit_code == 0
+        gated, _ = run_and_gate(project, server)
+    assert gated.exit_code == 1 and re.search(r"^FAIL faithfulness: [\d.]+ \(min 1\.0\) over 9 gating", gated.output,
+                                              re.M)
+    lines = (project / "run.json").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["header"]["calibration_dir"] = claimed
+    (project / "run.json").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    again = cli(project, "gate", str(project / "run.json"))
+    assert again.exit_code == 1 and gated.stdout.endswith(again.stdout), (gated.stdout, again.stdout)  # the same gate
+    assert re.search(r"^FAIL faithfulness: [\d.]+ \(min 1\.0\) over 9 gating", again.stdout, re.M), again.output
+    imported = cli(project, "history", "import", str(project / "run.json"), "--history", str(tmp_path / "h.sqlite"))
+    assert imported.exit_code == 2 and "calibration folder" in imported.output

@@ -11,7 +11,8 @@ of a record file, a baseline file) is measured again with it and refused (``Inpu
 2, naming what disagrees) when:
 
 - its footer's count, summary, judges or gate report disagree with its results;
-- its header's gate policy or approval thresholds are not the suite's, or it names another suite;
+- its header's gate policy, approval thresholds or calibration folder are not the suite's, or it
+  names another suite;
 - a result names a rubric hash other than the header's;
 - it started in the future (or after it finished), or finished after now.
 """
@@ -160,6 +161,11 @@ def check_header(header: RunHeader, loaded: LoadedSuite | None, path: Path | Non
         if differs:
             raise InputError(f"the record's {what} is not its suite's ({differs.replace('measured again', 'in the suite')})"
                              ": it was not gated under this suite's thresholds", path)
+    claimed_dir = Path(header.calibration_dir)  # format 1 named the folder itself, absolute
+    if (claimed_dir.resolve() != loaded.resolve(suite.calibration_dir) if claimed_dir.is_absolute()
+            else header.calibration_dir != suite.calibration_dir):
+        raise InputError(f"the record's calibration folder ({header.calibration_dir[:200]!r}) is not its suite's "
+                         f"({suite.calibration_dir!r}): its judges' approvals are the suite's", path)
 
 
 def _decided(report) -> dict[str, Any]:
