@@ -147,6 +147,10 @@ class AxisApproval(BaseModel):
     spearman_lower: float | None = Field(None, description="Graded axes: lower confidence bound of Spearman.")
     mae_upper: float | None = Field(None, description="Graded axes: upper confidence bound of the MAE.")
     methods: dict[str, str] = Field(default_factory=dict, description="How each bound was computed, by figure.")
+    floor_bounds: dict[str, float | None] = Field(
+        default_factory=dict, description="Kappa's (and a graded axis's Spearman's) lower bound at "
+        "FLOOR_CONFIDENCE (95%) or the rule's level if higher: the floor is checked on it, whatever level the suite "
+        "sets for its thresholds.")
     sample: LabelSample | None = Field(None, description="The labels this decision rests on.")
     threshold: float = Field(0.5, ge=0, le=1, description="Graded axes: the score that counts as pass.")
     decision: Literal["approved", "refused"]
@@ -277,6 +281,10 @@ _LABELS = {"kappa": "kappa", "tpr": "TPR", "tnr": "TNR", "spearman": "Spearman",
 FLOORS = {"kappa": 0.0, "spearman": 0.0}
 """A lower bound at or below this never clears, whatever a suite sets: a judge no better than
 chance (kappa), or not even ordering the items as the humans do (Spearman), never gates."""
+FLOOR_CONFIDENCE = 0.95
+"""The level the floors are checked at, whatever level the suite asks for its thresholds: at a
+lower level the smoothed bound comes near the posterior median, which its prior can lift above 0
+for a judge that is worse than chance on the items (seen: observed kappa -0.04, bound +0.10 at 50%)."""
 
 
 def _level(confidence: float) -> str:
@@ -316,8 +324,9 @@ def shortfalls(axis: AxisApproval, thresholds: Thresholds) -> list[str]:
             out.append(f"the {level} lower bound of {name} is {bound:.3f}, below {limit}")
         elif op == "<=" and bound > limit:
             out.append(f"the {level} upper bound of {name} is {bound:.3f}, above {limit}")
-        elif figure in FLOORS and bound <= FLOORS[figure]:
-            out.append(f"the {level} lower bound of {name} is {bound:.3f}: not above {FLOORS[figure]:g}, no better "
+        elif figure in FLOORS and (floor := axis.floor_bounds.get(figure, bound)) is not None and floor <= FLOORS[figure]:
+            floor_level = _level(max(FLOOR_CONFIDENCE, axis.confidence or thresholds.confidence))
+            out.append(f"the {floor_level} lower bound of {name} is {floor:.3f}: not above {FLOORS[figure]:g}, no better "
                        "than chance (a floor no suite setting lowers)")
     return out
 

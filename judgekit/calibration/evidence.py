@@ -43,6 +43,8 @@ from judgekit.axes import axis_named
 from judgekit.calibration._aggregate import References, aggregate, reference_labels
 from judgekit.calibration._bootstrap import Metric
 from judgekit.calibration.approval import (
+    FLOOR_CONFIDENCE,
+    FLOORS,
     ApprovalRecord,
     AxisApproval,
     CalibrationItem,
@@ -126,6 +128,10 @@ def measure_axis(axis: str, kind: str, items: Sequence[CalibrationItem], labels:
     judge = [item.judge for item in scored]
     bounds = axis_bounds(kind, human, judge, threshold=threshold, seed=BOUNDS_SEED, name=axis, n_draws=N_DRAWS,
                          confidence=thresholds.confidence)
+    at_floor = bounds if thresholds.confidence >= FLOOR_CONFIDENCE else axis_bounds(
+        kind, human, judge, threshold=threshold, seed=BOUNDS_SEED, name=axis, n_draws=N_DRAWS,
+        confidence=FLOOR_CONFIDENCE)
+    floors = {name: at_floor.bounds[name].bound for name in FLOORS if name in at_floor.bounds}
     shown_fields = {} if shown is None else {
         name: getattr(shown, name) for name in ("kappa", "accuracy", "tpr", "tnr", "spearman", "mae")}
     measured = AxisApproval(
@@ -134,7 +140,7 @@ def measure_axis(axis: str, kind: str, items: Sequence[CalibrationItem], labels:
         accuracy=shown_fields.pop("accuracy", Metric(value=None)), **shown_fields,
         mean_human=sum(human) / len(human) if human else None, mean_judge=sum(judge) / len(judge) if judge else None,
         n_pass=bounds.n_pass, n_fail=bounds.n_fail, confidence=bounds.confidence,
-        methods={name: bound.method for name, bound in bounds.bounds.items()},
+        methods={name: bound.method for name, bound in bounds.bounds.items()}, floor_bounds=floors,
         sample=label_sample(labels, axis, {item.trajectory_id for item in scored}), threshold=threshold,
         decision="refused", reasons=[], **{_BOUND_FIELDS[name]: bound.bound for name, bound in bounds.bounds.items()},
     )
@@ -316,7 +322,8 @@ def derive_approval(calibration_dir: Path, identity: JudgeIdentity, thresholds: 
 
 
 _DERIVED = ("kind", "n", "abstained", "n_pass", "n_fail", "confidence", "kappa_lower", "tpr_lower", "tnr_lower",
-            "spearman_lower", "mae_upper", "threshold", "mean_human", "mean_judge", "sample", "decision")
+            "spearman_lower", "mae_upper", "floor_bounds", "threshold", "mean_human", "mean_judge", "sample",
+            "decision")
 """What an axis's decision says that its evidence decides (its words and the agreement
 report's intervals aside: the words are rebuilt, the intervals are only shown)."""
 
@@ -326,13 +333,18 @@ def _figures_differ(claimed: AxisApproval, measured: AxisApproval) -> str | None
     thresholds) does not bear out, in words."""
     for name in _DERIVED:
         a, b = getattr(claimed, name), getattr(measured, name)
-        if isinstance(a, float) and isinstance(b, float) and not isinstance(a, bool):
-            if abs(a - b) <= 1e-9:
-                continue
-        elif a == b:
-            continue
-        return f"{name} {str(a)[:60]} in the record, {str(b)[:60]} from the files"
+        if not _same(a, b):
+            return f"{name} {str(a)[:60]} in the record, {str(b)[:60]} from the files"
     return None
+
+
+def _same(a, b) -> bool:
+    """Equal, floats within 1e-9 (bounds drawn on another machine may differ in the last bits)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-9
+    return a == b
 
 
 def derive_filed(calibration_dir: Path, rubric_id: str, fingerprint: str, thresholds: Thresholds

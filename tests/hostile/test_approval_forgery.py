@@ -297,6 +297,21 @@ def test_a_judge_that_always_answers_the_opposite_never_gates_whatever_the_suite
     assert not allowed and "no better than chance (a floor no suite setting lowers)" in why
 
 
+@pytest.mark.parametrize(("pairs", "confidence"), [
+    pytest.param([(True, True)] * 23 + [(True, False), (False, True)], 0.5, id="kappa_-0.04_at_50_percent"),
+    pytest.param([(True, True)] * 58 + [(True, False), (False, True)], 0.8, id="kappa_-0.02_at_80_percent"),
+])
+def test_a_judge_worse_than_chance_never_gates_at_a_lenient_confidence(tmp_path, pairs, confidence):
+    """The floor is checked on the 95% bound: at a lower level the smoothed bound of a judge worse
+    than chance on its items came out above 0 (found by a hostile review)."""
+    lenient = Thresholds(min_kappa=0, min_tpr=0, min_tnr=0, confidence=confidence)
+    labels, verdicts = binary_evidence(pairs, judge=A.model_pin)
+    approve(tmp_path, A, labels, verdicts, lenient)
+    allowed, why = gates(tmp_path, thresholds=lenient)
+    assert not allowed and "the 95% lower bound of kappa is -" in why and "no better than chance" in why
+    assert gate_of(tmp_path, thresholds=lenient).approvals == []
+
+
 def test_thresholds_more_lenient_than_the_defaults_are_stated_in_every_gating_line(tmp_path):
     lenient = Thresholds(min_kappa=0.3, confidence=0.8)
     labels, verdicts = binary_evidence(pairs_of({0, 3, 6}), judge=A.model_pin)
