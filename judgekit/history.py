@@ -31,6 +31,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,7 @@ class History:
                              f"{SCHEMA_VERSION}): upgrade judgekit to read it", self.path)
         if app_id == APPLICATION_ID:
             self._check_migrations(version)
+            self._check_schema(version)
         if version == SCHEMA_VERSION and app_id == APPLICATION_ID:
             return
         with self._transaction():
@@ -266,6 +268,17 @@ class History:
                                  f"up to {SCHEMA_VERSION}): upgrade judgekit to read it", self.path)
             raise InputError(f"the history's schema_migrations does not match its user_version {version} (was it "
                              "edited?): judgekit never writes to it", self.path)
+
+    def _check_schema(self, version: int) -> None:
+        """The file holds exactly the tables and indexes its migrations make, as they make them:
+        a trigger, a view or a table made otherwise could change what is recorded (a trigger
+        marking every run green) or read, so judgekit never writes to such a file."""
+        found = self._conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        if set(found) != _schema_of(version):
+            extra = sorted(f"{kind} {name}" for kind, name, _, _ in set(found) - _schema_of(version))
+            raise InputError("the history holds schema objects its migrations do not make"
+                             + (f" ({', '.join(extra[:3])[:200]})" if extra else " (a table or index changed)")
+                             + ": was it edited? judgekit never writes to it", self.path)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -573,7 +586,19 @@ class History:
             sql += " AND pk < (SELECT pk FROM runs WHERE run_id = ?)"
             params += [before]
         found = self._infos(self._query(sql + " ORDER BY pk DESC LIMIT 1", params))
+        if found:
+            self._check_green(found[0])
         return found[0] if found else None
+
+    def _check_green(self, info: RunInfo) -> None:
+        """A run about to be a baseline is green as its stored footer says: its gate passed there,
+        and its comparison did not fail (a ``green`` column edited alone is refused)."""
+        _, footer = self.documents(info.run_id)
+        report = footer.get("gate_report")
+        passed = report.get("passed") if isinstance(report, dict) else None
+        if passed is not True or info.gate_passed is not True or info.compare_passed is False or not info.green:
+            raise self._malformed(f"run {info.run_id[:80]!r} is marked green, but its stored footer's gate "
+                                  f"{'passed' if passed is True else 'did not pass'}")
 
     def rows(self, run_id: str) -> RunRows:
         """A recorded run's rows, for ``compare``."""
@@ -648,6 +673,20 @@ class History:
 
 def _statements(sql: str) -> list[str]:
     return [part.strip() for part in sql.split(";") if part.strip()]
+
+
+@cache
+def _schema_of(version: int) -> frozenset[tuple]:
+    """(type, name, table, sql) of every schema object the migrations up to ``version`` make."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for migration in MIGRATIONS:
+            if migration.version <= version:
+                for statement in _statements(migration.sql):
+                    conn.execute(statement)
+        return frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())
+    finally:
+        conn.close()
 
 
 def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[RunRows | None, str]:

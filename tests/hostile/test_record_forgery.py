@@ -218,6 +218,49 @@ def test_a_history_whose_migrations_disagree_with_its_version_is_never_written(w
     assert file_sha(history) == before
 
 
+@pytest.mark.parametrize("sql", [
+    pytest.param("CREATE TRIGGER greener AFTER INSERT ON runs BEGIN UPDATE runs SET green = 1, gate_passed = 1 "
+                 "WHERE pk = new.pk; END", id="a_trigger_marking_every_run_green"),
+    pytest.param("CREATE VIEW latest AS SELECT * FROM runs", id="a_view"),
+    pytest.param("CREATE TABLE notes (a)", id="a_table"),
+    pytest.param("DROP INDEX runs_by_commit", id="an_index_dropped"),
+])
+def test_a_history_holding_schema_objects_judgekit_did_not_make_is_never_written(world, tmp_path, sql):
+    """Its bookkeeping (application id, user_version, schema_migrations) intact, but a trigger
+    planted (found by a hostile review: a failed run imported as green), a view, a table."""
+    history = tmp_path / "h.sqlite"
+    assert cli("history", "import", world["r1"], "--history", history)[0] == 0
+    with sqlite3.connect(history) as db:
+        db.execute(sql)
+    with sqlite3.connect(history) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = file_sha(history)
+    code, out = cli("history", "import", world["r2"], "--history", history)
+    assert code == 2 and "the history holds schema objects its migrations do not make" in out, out
+    assert file_sha(history) == before
+
+
+def test_a_green_column_edited_alone_never_makes_a_baseline(world, tmp_path):
+    """A run whose gate failed, marked green by hand in the history: refused when it would be the
+    baseline (its stored footer says its gate failed)."""
+    history = tmp_path / "h.sqlite"
+    failed = forged(world, tmp_path, "failed", lambda ls: None)
+    strict = yaml.safe_load(world["suite"].read_text())
+    strict["gate"] = {**LOOSE_GATE["gate"], "min_task_success_rate": 1.0}
+    (world["suite"].parent / "strict2.yaml").write_text(yaml.safe_dump(strict))
+    lines = record_lines(failed)
+    lines[0]["header"]["suite_file"] = os.path.relpath(world["suite"].parent / "strict2.yaml", tmp_path)
+    lines[0]["header"]["gate"] = strict["gate"]
+    failed.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    refooted(failed)
+    code, out = cli("history", "import", failed, "--history", history)
+    assert code == 0 and "not green (its gate failed)" in out, out
+    with sqlite3.connect(history) as db:
+        db.execute("UPDATE runs SET green = 1")
+    code, out = cli("compare", world["r2"], "--history", history)
+    assert code == 2 and "is marked green, but its stored footer's gate did not pass" in out, out
+
+
 def test_gate_takes_the_thresholds_of_the_suite_not_of_the_record(world, tmp_path):
     """A record claiming lenient thresholds is gated under its suite's: here the suite asks for
     full task success and the run has a failing trajectory."""
