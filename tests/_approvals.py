@@ -4,6 +4,7 @@ writes them. A test that edits the files afterwards plays the hostile hand."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,8 +25,14 @@ def binary_evidence(pairs: list[tuple[bool, bool]], axis: str = "task_success", 
         tid = f"t{i:03d}"
         labels.append(Label(trajectory_id=tid, axis=axis, label="pass" if human else "fail", labeler="alice",
                             labeled_at=LABELLED_AT))
-        verdicts.append(JudgeVerdictRecord(trajectory_id=tid, axis=axis, verdict="pass" if said else "fail", judge=judge))
+        verdicts.append(JudgeVerdictRecord(trajectory_id=tid, axis=axis, verdict="pass" if said else "fail", judge=judge,
+                                           cache_key=question_key(tid, axis)))
     return labels, verdicts
+
+
+def question_key(trajectory_id: str, axis: str, repeat: int = 0) -> str:
+    """A cache key for a verdict made up in a test (every calibration verdict names its question)."""
+    return hashlib.sha256(f"{trajectory_id}\n{axis}\n{repeat}".encode()).hexdigest()
 
 
 def write_labels(path: Path, labels: list[Label]) -> Path:

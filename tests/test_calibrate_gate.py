@@ -218,13 +218,17 @@ def test_the_spot_check_finds_a_changed_and_a_dropped_recorded_verdict(project):
         changed = next(line for line in lines if line["score"] == 1.0)
         changed["score"] = 0.0
         dropped = lines.pop(1)
-        verdicts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        padded = {**lines[0], "repeat": 7}
+        padded.pop("cache_key")
+        verdicts.write_text("".join(json.dumps(line) + "\n" for line in [*lines, padded]))
         tampered = cli(project, *check)
     assert tampered.exit_code == 1, tampered.output
     assert (f"DIFFERS {changed['trajectory_id']} faithfulness (repeat 0): recorded score 0.000, now score 1.000"
             in tampered.output)
     assert f"1 labelled question(s) with no recorded verdict (first: {dropped['trajectory_id']} faithfulness)" \
         in tampered.output
+    assert f"1 recorded verdict(s) the suite no longer asks (first: {padded['trajectory_id']} faithfulness (no " \
+           "question))" in tampered.output
     assert "DRIFT OR TAMPERING" in tampered.output
 
 

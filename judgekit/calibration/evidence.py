@@ -169,6 +169,9 @@ def write_calibration(calibration_dir: Path, record: ApprovalRecord, verdicts: S
     calibration_dir = Path(calibration_dir)
     rubric_id = record.judge.rubric.split("@", 1)[0]
     labels_file = relative_to_calibration(calibration_dir, Path(labels_path), "labels file")
+    unasked = unasked_verdicts(verdicts)
+    if unasked:
+        raise InputError(f"{unasked}: a calibration records the questions its judge was asked")
     out = verdicts_path(calibration_dir, rubric_id, record.fingerprint)
     out.parent.mkdir(parents=True, exist_ok=True)
     with AtomicFile(out) as handle:
@@ -255,6 +258,19 @@ def within(folder: Path, relative: str) -> Path | None:
 
 def _differing(record: JudgeIdentity, gated: JudgeIdentity) -> list[str]:
     return [name for name in JudgeIdentity.model_fields if getattr(record, name) != getattr(gated, name)]
+
+
+def unasked_verdicts(verdicts: Sequence[JudgeVerdictRecord]) -> str | None:
+    """In words, verdicts that name no question a judge was asked (no cache key: only an item
+    that could not be put to the judge, an input error, has none) or one question twice."""
+    unasked = [v for v in verdicts if v.cache_key is None and v.unscored_reason != "input_error"]
+    if unasked:
+        return (f"{len(unasked)} verdict(s) name no question (no cache key; first: {unasked[0].trajectory_id[:80]!r}): "
+                "every verdict a judge gave names the question it answered")
+    keys = [v.cache_key for v in verdicts if v.cache_key is not None]
+    if len(set(keys)) != len(keys):
+        return "two verdicts answer one question (one cache key twice)"
+    return None
 
 
 def _short(digest: str | None) -> str:
@@ -400,6 +416,9 @@ def _evidence(calibration_dir: Path, record: ApprovalRecord, fingerprint: str
     if strangers:
         return (f"{len(strangers)} verdict(s) of its verdicts file name another judge (first: "
                 f"{strangers[0].trajectory_id[:80]!r}): only this judge's own verdicts certify it")
+    unasked = unasked_verdicts(verdicts)
+    if unasked:
+        return f"its verdicts file: {unasked}"
     late = [lab for lab in labels if lab.labeled_at is not None and as_utc(lab.labeled_at) > as_utc(record.decided_at)]
     if late:
         return (f"{len(late)} label(s) are dated after the calibration they are said to certify (first: "

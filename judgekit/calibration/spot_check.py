@@ -113,15 +113,18 @@ def spot_check(loaded: LoadedSuite, labels_path: Path, *, calibration_dir: Path,
             check.problem = ("no approval of this judge to check" if record is None else
                              "its approval keeps no verdicts file inside the calibration folder")
             continue
-        recorded = {(v.cache_key, v.effective_repeat): v for v in load_verdicts(path) if v.cache_key is not None}
+        lines = load_verdicts(path)
+        recorded = {(v.cache_key, v.effective_repeat): v for v in lines if v.cache_key is not None}
         check.recorded = len(recorded)
+        check.unknown = sorted(f"{v.trajectory_id} {v.axis} (no question)" for v in lines
+                               if v.cache_key is None and v.unscored_reason != "input_error")
         planned = {}
         for index in indices:
             judgement = plan.judgements[index]
             planned[(judgement.job.key, judgement.repeat)] = index
         check.missing = sorted(f"{plan.items[plan.judgements[i].item].trajectory_id} {plan.judgements[i].axis}"
                                for key, i in planned.items() if key not in recorded)
-        check.unknown = sorted(f"{v.trajectory_id} {v.axis}" for key, v in recorded.items() if key not in planned)
+        check.unknown += sorted(f"{v.trajectory_id} {v.axis}" for key, v in recorded.items() if key not in planned)
         shared = sorted(key for key in planned if key in recorded)
         chosen = random.Random(seed).sample(shared, min(sample, len(shared)))
         to_ask.append((check, [planned[key] for key in chosen], {key: recorded[key] for key in chosen}))

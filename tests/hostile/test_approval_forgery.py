@@ -230,6 +230,27 @@ def test_rewriting_labels_and_verdicts_together_is_the_trust_root_and_shows_in_t
     assert after != before and f"{A.fingerprint}.verdicts.jsonl (sha256 {after[:12]})" in statement
 
 
+@pytest.mark.parametrize("key", [None, "same"])
+def test_verdicts_that_name_no_question_or_one_question_twice_never_certify(calibration, key):
+    """A refused judge's verdicts padded with agreeing repeats (found by a hostile review: 100
+    agreeing repeats without a cache key per item made it approved, and the spot check, which
+    re-asks recorded questions, never saw them). calibrate refuses to write such verdicts; written
+    by hand (the record rehashed), the gate refuses them."""
+    labels, verdicts = binary_evidence(pairs_of(WRONG_A), judge=A.model_pin)
+    padding = [JudgeVerdictRecord(trajectory_id=label.trajectory_id, axis="task_success", judge=A.model_pin,
+                                  repeat=r, verdict=label.label, cache_key=None if key is None else f"k{r}",
+                                  judge_fingerprint=A.fingerprint)
+               for label in labels for r in range(1, 4)]
+    with pytest.raises(InputError, match="a calibration records the questions its judge was asked"):
+        approve(calibration, A, labels, verdicts + padding)
+    path = verdicts_path(calibration, "ship", A.fingerprint)
+    path.write_text(path.read_text() + "".join(v.model_dump_json(exclude_none=True) + "\n" for v in padding))
+    edit_json(record_of(calibration), lambda d: d.update(verdicts_sha256=rehash(path)))
+    allowed, why = gates(calibration)
+    assert not allowed
+    assert ("name no question" in why) if key is None else ("one cache key twice" in why), why
+
+
 def test_labels_dated_after_the_decision_void_it(calibration):
     labels_path = calibration / "ship" / "labels.jsonl"
     lines = [json.loads(line) for line in labels_path.read_text().splitlines()]
@@ -259,7 +280,7 @@ def test_a_graded_axis_labelled_pass_fail_is_never_certified(tmp_path):
     """Faithfulness is graded: pass/fail labels cannot certify its Spearman and MAE."""
     labels, verdicts = binary_evidence(HALF, axis="faithfulness", judge=A.model_pin)
     verdicts = [JudgeVerdictRecord(trajectory_id=v.trajectory_id, axis="faithfulness", judge=A.model_pin,
-                                   score=1.0 if v.verdict == "pass" else 0.0) for v in verdicts]
+                                   score=1.0 if v.verdict == "pass" else 0.0, cache_key=v.cache_key) for v in verdicts]
     approve(tmp_path, A, labels, verdicts)
     allowed, why = gates(tmp_path, axis="faithfulness")
     assert not allowed and "are not labelled as graded" in why
@@ -272,7 +293,7 @@ def test_a_judge_unscored_on_most_labelled_items_is_refused_and_says_so(tmp_path
     """72 labelled items; the judge answers 24 of them (all right) and is unscored on 48."""
     labels, verdicts = binary_evidence([(i % 2 == 1, i % 2 == 1) for i in range(72)], judge=A.model_pin)
     verdicts = [v if i < 24 else JudgeVerdictRecord(trajectory_id=v.trajectory_id, axis=v.axis, judge=A.model_pin,
-                                                     unscored_reason="parse_failure")
+                                                     unscored_reason="parse_failure", cache_key=v.cache_key)
                 for i, v in enumerate(verdicts)]
     approve(tmp_path, A, labels, verdicts)
     allowed, why = gates(tmp_path)
@@ -282,7 +303,7 @@ def test_a_judge_unscored_on_most_labelled_items_is_refused_and_says_so(tmp_path
 def test_a_few_abstentions_are_allowed_and_stated_in_the_certificate(tmp_path):
     labels, verdicts = binary_evidence(HALF + [(True, True)] * 4, judge=A.model_pin)
     verdicts[-1] = JudgeVerdictRecord(trajectory_id=verdicts[-1].trajectory_id, axis="task_success",
-                                      judge=A.model_pin, unscored_reason="timeout")
+                                      judge=A.model_pin, unscored_reason="timeout", cache_key=verdicts[-1].cache_key)
     approve(tmp_path, A, labels, verdicts)
     assert gates(tmp_path) == (True, None)
     [statement] = gate_of(tmp_path).approvals

@@ -24,7 +24,7 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score
 
 from judgekit.calibration import JudgeVerdictRecord, Label
 from judgekit.calibration.agreement import agreement, agreement_by_judge
-from _approvals import approve
+from _approvals import approve, question_key
 from judgekit.calibration.approval import JudgeIdentity, Thresholds, read_approval
 from judgekit.calibration.evidence import derive_approval
 from judgekit.calibration.bounds import axis_bounds
@@ -57,7 +57,8 @@ def binary_set(n: int, wrong: set[int] = frozenset()) -> tuple[list[Label], list
         judge = ("fail" if human == "pass" else "pass") if i in wrong else human
         labels.append(Label(trajectory_id=f"t{i:03d}", axis="task_success", label=human, labeler="alice",
                             labeled_at=NOW))
-        verdicts.append(JudgeVerdictRecord(trajectory_id=f"t{i:03d}", axis="task_success", verdict=judge, judge=PIN))
+        verdicts.append(JudgeVerdictRecord(trajectory_id=f"t{i:03d}", axis="task_success", verdict=judge, judge=PIN,
+                                           cache_key=question_key(f"t{i:03d}", "task_success")))
     return labels, verdicts
 
 
