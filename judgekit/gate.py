@@ -247,18 +247,19 @@ def gate_results(results: Iterable[TrajectoryResult], policy: GatePolicy, calibr
     return accumulator.report()
 
 
-def gate(record, *, calibration_dir: Path | None = None, seed: int = 0) -> GateReport:
+def gate(record, *, calibration_dir: Path | None = None, seed: int = 0, loaded=None) -> GateReport:
     """The gate of a run record: a ``judgekit.run.RunRecord``, or a stream from ``open_run``
     (its results are read once, as they come), under the gate policy and approval thresholds of
     the suite it names, read again from the suite file (what the record says of them, and of its
-    calibration folder, is its claim, not the suite's). ``calibration_dir`` defaults to the suite's."""
+    calibration folder, is its claim, not the suite's). ``calibration_dir`` defaults to the suite's;
+    ``loaded``: the suite (a ``LoadedSuite``) to gate under instead of the one the record names."""
     from judgekit.suite import load_suite
 
-    loaded = load_suite(record.suite_path())
+    loaded = loaded or load_suite(record.suite_path())
     if loaded.suite.name != record.header.suite:
         from judgekit.errors import InputError
 
-        raise InputError(f"the record is a run of suite {record.header.suite[:200]!r}, but the suite file it names "
+        raise InputError(f"the record is a run of suite {record.header.suite[:200]!r}, but the suite file "
                          f"({loaded.path}) is {loaded.suite.name[:200]!r}", getattr(record, "path", None))
     calibration_dir = Path(calibration_dir or loaded.resolve(loaded.suite.calibration_dir))
     return gate_results(record.results, loaded.suite.gate, calibration_dir, seed=seed,

@@ -319,14 +319,15 @@ class History:
         measured = remeasure(record)
         return self._write(measured.header, measured.footer, measured.rows, compare_passed)
 
-    def import_file(self, path: str | Path, *, policy: ComparePolicy | None = None
+    def import_file(self, path: str | Path, *, policy: ComparePolicy | None = None, suite=None
                     ) -> tuple[RunInfo, bool, Comparison | None]:
         """Record the run record at ``path``, measured again from its results (refused when its
         footer disagrees with them) and compared with the suite's last green run under ``policy``
         (default: ``ComparePolicy()``), exactly as ``run --compare`` would: a run that regressed is
         recorded but never green, so a record brought in from elsewhere never lowers the baseline
         unseen. (the run, whether it was new, the comparison: None when there was no baseline or
-        the run was there already). A run already in the history is left as it is."""
+        the run was there already). ``suite``: the ``LoadedSuite`` it must be a run of (default:
+        the suite file it names). A run already in the history is left as it is."""
         from judgekit.run.record import open_run
         from judgekit.run.remeasure import remeasure
 
@@ -335,7 +336,7 @@ class History:
             existing = self.find(opened.header.run_id)
             if existing is not None:
                 return existing, False, None
-            measured = remeasure(opened)
+            measured = remeasure(opened, loaded=suite)
             found = self.last_green(measured.header.suite)
             comparison = None
             if found is not None:
@@ -689,11 +690,12 @@ def _schema_of(version: int) -> frozenset[tuple]:
         conn.close()
 
 
-def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[RunRows | None, str]:
+def resolve_baseline(spec: str, run: RunRows, history: History | None, *, suite=None) -> tuple[RunRows | None, str]:
     """The baseline ``spec`` names for ``run``: 'last-green' (the suite's green run recorded last
     in the history, this run excluded), a run record file (measured again from its results), or a
     run id in the history. (None, how) when last-green finds none; InputError when a named
-    baseline is not there, or a file's footer disagrees with its results."""
+    baseline is not there, or a file's footer disagrees with its results. ``suite``: the
+    ``LoadedSuite`` a baseline file is measured under (default: the suite file it names)."""
     from judgekit.run.remeasure import remeasured_file
 
     if spec == "last-green":
@@ -705,7 +707,7 @@ def resolve_baseline(spec: str, run: RunRows, history: History | None) -> tuple[
             return None, "last-green"
         baseline, source = history.rows(found.run_id), f"last-green ({found.run_id})"
     elif Path(spec).is_file():
-        baseline, source = remeasured_file(spec).rows, f"file {spec}"
+        baseline, source = remeasured_file(spec, loaded=suite).rows, f"file {spec}"
     elif history is not None and history.find(spec) is not None:
         baseline, source = history.rows(spec), f"run {spec}"
     else:

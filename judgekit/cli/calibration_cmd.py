@@ -239,17 +239,21 @@ def agreement(labels_path, verdicts_path, seed, n_boot, threshold, positive, poo
 
 @click.command("gate")
 @click.argument("run_path", metavar="RUN", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--calibration-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: the suite's, from the run record.")
+@click.option("--calibration-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: the suite's.")
+@click.option("--suite", "suite_path", type=click.Path(path_type=Path), metavar="SUITE",
+              help="Gate under this suite instead of the one the record names (pin it for a record from elsewhere).")
 @handle_errors
-def gate_cmd(run_path: Path, calibration_dir: Path | None) -> None:
+def gate_cmd(run_path: Path, calibration_dir: Path | None, suite_path: Path | None) -> None:
     """Gate a run record (format 2 JSON Lines, or format 1 JSON): exit 0 pass, 1 gate failed,
     2 usage or input error, 3 internal error. The record is read as a stream; the gate is
-    decided again from its results and today's approval records."""
+    decided again from its results and today's approvals, under the gate policy, approval
+    thresholds and calibration folder of its suite (never the record's word for them)."""
     from judgekit.gate import gate
-
     from judgekit.run.record import open_run
+    from judgekit.suite import load_suite
 
-    report = gate(open_run(run_path), calibration_dir=calibration_dir)
+    report = gate(open_run(run_path), calibration_dir=calibration_dir,
+                  loaded=load_suite(suite_path) if suite_path is not None else None)
     print_gate(report)
     if not report.passed:
         sys.exit(EXIT_GATE_FAILED)

@@ -55,6 +55,23 @@ def check_outputs(outputs: dict[str, Path | None], protected: list[Path]) -> Non
         ensure_writable(path)
 
 
+def suite_option(func):
+    return click.option(
+        "--suite", "suite_path", type=click.Path(path_type=Path), metavar="SUITE",
+        help="Measure run record files under this suite (a suite file, or a folder holding suite.yaml) instead of "
+             "the one each record names: pin it when the records come from elsewhere, or a record could name a "
+             "lenient suite of its own.")(func)
+
+
+def pinned_suite(path: Path | None):
+    """The suite ``--suite`` names, loaded (None without it)."""
+    if path is None:
+        return None
+    from judgekit.suite import load_suite
+
+    return load_suite(path)
+
+
 def compare_options(func):
     """--baseline, --max-drop, --max-drop-axis, --axis, --require-baseline."""
     from judgekit.cli._exit import AxisChoice
@@ -117,12 +134,13 @@ def open_history(path: Path, *, create: bool):
     return History(path, create=create)
 
 
-def compare_run(rows, history, baseline: str, policy):
-    """The comparison of ``rows`` with the baseline ``baseline`` names (noise from the history)."""
+def compare_run(rows, history, baseline: str, policy, *, suite=None):
+    """The comparison of ``rows`` with the baseline ``baseline`` names (noise from the history);
+    ``suite``: the suite a baseline file is measured under (default: the one it names)."""
     from judgekit.compare import compare
     from judgekit.history import resolve_baseline
 
-    base, source = resolve_baseline(baseline, rows, history)
+    base, source = resolve_baseline(baseline, rows, history, suite=suite)
     noise = history.noise(rows.suite, exclude=rows.run_id) if history is not None else None
     return compare(rows, base, policy, baseline_source=source, noise=noise)
 
@@ -138,11 +156,12 @@ def _existing_history(path: Path):
 @click.argument("run_ref", metavar="RUN")
 @compare_options
 @history_option
+@suite_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @report_options
 @handle_errors
-def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_baseline, history_path, as_json,
-                junit, markdown, html) -> None:
+def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_baseline, history_path, suite_path,
+                as_json, junit, markdown, html) -> None:
     """Compare RUN (a run record file, or a run id in the history) with its baseline.
 
     Per axis, on the trajectory ids both runs scored: mean score and pass rate, the drop, a
@@ -164,12 +183,13 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     history = _existing_history(history_path)
     policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
     record = None
+    suite = pinned_suite(suite_path)
     if Path(run_ref).is_file():  # measured again from its results: its footer is only its claim
         if junit or markdown or html:
-            record = read_remeasured(run_ref)
+            record = read_remeasured(run_ref, loaded=suite)
             rows = record.rows()
         else:
-            rows = remeasured_file(run_ref).rows
+            rows = remeasured_file(run_ref, loaded=suite).rows
     elif history is not None and history.find(run_ref) is not None:
         if junit or markdown or html:
             raise InputError("reports need the run record file (the history keeps rows, not whole results): "
@@ -177,7 +197,7 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
         rows = history.rows(run_ref)
     else:
         raise InputError(f"RUN {run_ref!r}: no such run record file, and no run with that id in {history_path}")
-    comparison = compare_run(rows, history, baseline, policy)
+    comparison = compare_run(rows, history, baseline, policy, suite=suite)
     if as_json:
         say_json(comparison.model_dump_json(indent=2))
     else:
@@ -204,10 +224,11 @@ def _write_reports(record, comparison, history, junit, markdown, html) -> None:
 @report_options
 @compare_options
 @history_option
+@suite_option
 @click.option("--no-compare", is_flag=True, help="Report the run alone, with no baseline.")
 @handle_errors
 def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_drop_axis, axes, require_baseline,
-               history_path, no_compare) -> None:
+               history_path, suite_path, no_compare) -> None:
     """Write reports of the run record RUN: --junit, --markdown, --html (any of them).
 
     The reports hold the run's comparison with its baseline (as `judgekit compare` makes it,
@@ -223,7 +244,8 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
     protected = history_files(history_path) + [run_file] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)
-    record = read_remeasured(run_file, suite_optional=True)  # the footer is a claim: reports show the run measured again
+    suite = pinned_suite(suite_path)
+    record = read_remeasured(run_file, suite_optional=suite is None, loaded=suite)  # reports show the run measured again
     if record._suite_missing:
         say(f"note: the suite file the record names ({one_line(str(record.suite_path()))}) is not there: its count "
             "and summary are measured again, its judges and gate cannot be, and the reports show no gate", err=True)
@@ -231,7 +253,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
     comparison = None
     if not no_compare:
         policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
-        comparison = compare_run(run_rows(record), history, baseline, policy)
+        comparison = compare_run(run_rows(record), history, baseline, policy, suite=suite)
     _write_reports(record, comparison, history, junit, markdown, html)
 
 
@@ -315,8 +337,9 @@ def history_show(run_id: str, history_path: Path) -> None:
 @history_group.command("import")
 @click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @history_option
+@suite_option
 @handle_errors
-def history_import(records: tuple[Path, ...], history_path: Path) -> None:
+def history_import(records: tuple[Path, ...], history_path: Path, suite_path: Path | None) -> None:
     """Record run record files (RUN.jsonl, either format) in the history; one already there is left as it is.
 
     Each record is measured again from its results under the suite file it names (its gate
@@ -324,10 +347,12 @@ def history_import(records: tuple[Path, ...], history_path: Path) -> None:
     what disagrees) when its footer, summary, count or gate disagree with its results, its
     thresholds are not the suite's, or it claims to have run in the future. It is then compared
     with the suite's last green run (5% relative drop per axis, as `compare`): a run that
-    regressed is recorded, never green, so it never becomes the baseline."""
+    regressed is recorded, never green, so it never becomes the baseline. Records that come
+    from elsewhere (another job's artifacts): pin their suite with --suite."""
+    suite = pinned_suite(suite_path)
     with open_history(history_path, create=True) as history:
         for path in records:
-            info, new, comparison = history.import_file(path)
+            info, new, comparison = history.import_file(path, suite=suite)
             state = "green" if info.green else "not green"
             if comparison is not None and not comparison.passed:
                 state += f" (its comparison with {one_line(comparison.baseline.run_id)} failed: " \

@@ -205,7 +205,9 @@ def remeasure(record: RunRecord | RunStream, *, loaded: LoadedSuite | None = Non
               now: Callable[[], datetime] = utc_now) -> Remeasured:
     """``record`` (a ``RunRecord``, or a stream from ``open_run``, read once) measured again under
     its suite (``loaded``, else the suite file it names); InputError for anything it claims that
-    its results do not bear out. The footer returned is the one its results make.
+    its results do not bear out. The footer returned is the one its results make. A record
+    names its own suite file: whoever brings in records it did not make pins the suite
+    (``loaded``; ``--suite`` on the command line), or a record could name a lenient one.
 
     ``suite_optional`` (reports): when the suite file is not there, measure what needs no suite
     (the count and the summary) and return a footer with no judges and no gate, rather than
@@ -244,11 +246,11 @@ def remeasured_file(path: str | Path, **kwargs) -> Remeasured:
             opened.close()
 
 
-def read_remeasured(path: str | Path, *, suite_optional: bool = False) -> RunRecord:
+def read_remeasured(path: str | Path, *, suite_optional: bool = False, loaded: LoadedSuite | None = None) -> RunRecord:
     """The run record file at ``path``, whole, once its footer is borne out by its results (its
     rows kept: ``run_rows`` reads them). ``suite_optional``: see ``remeasure``; the record's
     ``suite_missing`` says whether its suite was there."""
-    found = remeasured_file(path, keep_rows=True, keep_results=True, suite_optional=suite_optional)
+    found = remeasured_file(path, keep_rows=True, keep_results=True, suite_optional=suite_optional, loaded=loaded)
     record = RunRecord.of(found.header, found.results, found.footer)
     record._source = Path(path)
     record._rows = found.rows

@@ -261,6 +261,29 @@ def test_a_green_column_edited_alone_never_makes_a_baseline(world, tmp_path):
     assert code == 2 and "is marked green, but its stored footer's gate did not pass" in out, out
 
 
+def test_a_pinned_suite_refuses_a_record_that_names_a_lenient_suite_of_its_own(world, tmp_path):
+    """A record names its own suite file: here a copy of the suite with a lenient gate, brought
+    with it (a hostile review: imported green, so the baseline). `--suite` pins the suite the
+    records must be runs of, at every door a record comes in by."""
+    strict = yaml.safe_load(world["suite"].read_text())
+    strict["gate"] = {**LOOSE_GATE["gate"], "min_task_success_rate": 1.0}
+    pinned = world["suite"].parent / "pinned.yaml"
+    pinned.write_text(yaml.safe_dump(strict))
+    history = tmp_path / "h.sqlite"
+    code, out = cli("history", "import", world["r1"], "--history", history, "--suite", pinned)
+    assert code == 2 and "gate policy is not its suite's" in out, out
+    for args in (("compare", world["r1"], "--history", tmp_path / "none.sqlite"),
+                 ("compare", world["r2"], "--baseline", world["r1"], "--history", tmp_path / "none.sqlite"),
+                 ("report", world["r1"], "--markdown", tmp_path / "r.md", "--no-compare", "--history",
+                  tmp_path / "none.sqlite")):
+        code, out = cli(*args, "--suite", pinned)
+        assert code == 2 and "gate policy is not its suite's" in out, (args, out)
+    code, out = cli("gate", world["r1"], "--suite", pinned)
+    assert code == 1 and "FAIL task_success" in out, out
+    assert cli("history", "import", world["r1"], "--history", tmp_path / "h2.sqlite", "--suite",
+               world["suite"])[0] == 0  # the suite it was run under
+
+
 def test_gate_takes_the_thresholds_of_the_suite_not_of_the_record(world, tmp_path):
     """A record claiming lenient thresholds is gated under its suite's: here the suite asks for
     full task success and the run has a failing trajectory."""
