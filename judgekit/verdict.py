@@ -108,8 +108,11 @@ class InvalidAnswer(ValueError):
     """A judge answer (fresh or from the cache) that is not valid JSON in the axis's schema."""
 
 
-_ANSWER_MODELS: dict[str, type[_Answer]] = {}
-"""Axis -> the model of its judge's answer; filled by the axis table (``judgekit.axes``)."""
+_ANSWER_MODELS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "faithfulness": FaithfulnessAnswer}
+"""Axis -> the model of its judge's answer. The built-in axes' are here from the start, beside
+their models: a verdict read back by code that never loads the axis table (``judgekit cache
+prune``) is read as a run reads it (it once read every stored verdict as refused and pruned
+them all). Other axes register theirs (``judgekit.axes``)."""
 
 
 def register_answer(axis: str, model: type[_Answer]) -> None:

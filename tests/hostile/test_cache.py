@@ -32,6 +32,8 @@ import shutil
 import signal
 import sqlite3
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -971,3 +973,18 @@ def test_a_read_only_cache_whose_readers_are_locked_out_says_so_and_never_reads_
         holder.close()
     with VerdictCache(project / "cache", read_only=True) as store:  # the lock gone, read as ever
         assert store.get(base["keys"]["t0"], "faithfulness") is not None
+
+
+def test_a_fresh_process_prunes_no_verdict_younger_than_asked(case):
+    """`judgekit cache prune` in a process of its own, which loads no axis table: every stored
+    verdict was read as refused there, and pruned, however new (found by a hostile review)."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    command = [sys.executable, "-m", "judgekit", "cache"]
+    before = json.loads(subprocess.run([*command, "stats", "--cache-dir", str(case.cache)], capture_output=True,
+                                       text=True, env=env, check=True).stdout)["entries"]
+    pruned = subprocess.run([*command, "prune", "--cache-dir", str(case.cache), "--older-than-days", "10000"],
+                            capture_output=True, text=True, env=env)
+    assert (pruned.returncode, pruned.stdout) == (0, "removed 0 verdict(s)\n"), pruned.stderr
+    after = json.loads(subprocess.run([*command, "stats", "--cache-dir", str(case.cache)], capture_output=True,
+                                      text=True, env=env, check=True).stdout)["entries"]
+    assert before > 0 and after == before
