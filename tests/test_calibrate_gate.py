@@ -218,6 +218,9 @@ def test_the_spot_check_finds_a_changed_and_a_dropped_recorded_verdict(project):
         changed = next(line for line in lines if line["score"] == 1.0)
         changed["score"] = 0.0
         dropped = lines.pop(1)
+        moved = lines[2]
+        lines[2], lines[3] = {**moved, "trajectory_id": lines[3]["trajectory_id"]}, \
+            {**lines[3], "trajectory_id": moved["trajectory_id"]}
         padded = {**lines[0], "repeat": 7}
         padded.pop("cache_key")
         verdicts.write_text("".join(json.dumps(line) + "\n" for line in [*lines, padded]))
@@ -229,6 +232,7 @@ def test_the_spot_check_finds_a_changed_and_a_dropped_recorded_verdict(project):
         in tampered.output
     assert f"1 recorded verdict(s) the suite no longer asks (first: {padded['trajectory_id']} faithfulness (no " \
            "question))" in tampered.output
+    assert "2 recorded verdict(s) filed under another item than their question (first: " in tampered.output
     assert "DRIFT OR TAMPERING" in tampered.output
 
 

@@ -7,8 +7,9 @@ that drifted behind its pin: ``spot_check`` plans the labelled items exactly as 
 today, and
 
 - lists labelled items the plan asks about that have no recorded verdict (dropped from the
-  verdicts file), and recorded verdicts whose question the plan does not ask (fabricated, or the
-  trajectory, rubric or prompt changed since calibration);
+  verdicts file), recorded verdicts whose question the plan does not ask (fabricated, or the
+  trajectory, rubric or prompt changed since calibration), and recorded verdicts filed under
+  another item than the question their key names (an answer moved to the item it fits);
 - re-asks a seeded sample of the recorded questions, past the cache, and lists the answers that
   differ from the recorded ones.
 
@@ -58,10 +59,13 @@ class RubricSpotCheck:
     """Planned questions (trajectory id, axis) with no recorded verdict."""
     unknown: list[str] = field(default_factory=list)
     """Recorded verdicts whose question the plan does not ask."""
+    misplaced: list[str] = field(default_factory=list)
+    """Recorded verdicts filed under another item or axis than the question their key names."""
 
     @property
     def clean(self) -> bool:
-        return self.problem is None and not self.differences and not self.missing and not self.unknown
+        return (self.problem is None and not self.differences and not self.missing and not self.unknown
+                and not self.misplaced)
 
 
 def _said(record: JudgeVerdictRecord) -> str:
@@ -125,6 +129,11 @@ def spot_check(loaded: LoadedSuite, labels_path: Path, *, calibration_dir: Path,
         check.missing = sorted(f"{plan.items[plan.judgements[i].item].trajectory_id} {plan.judgements[i].axis}"
                                for key, i in planned.items() if key not in recorded)
         check.unknown += sorted(f"{v.trajectory_id} {v.axis}" for key, v in recorded.items() if key not in planned)
+        for key, index in planned.items():
+            line, judgement = recorded.get(key), plan.judgements[index]
+            asked = (plan.items[judgement.item].trajectory_id, judgement.axis)
+            if line is not None and (line.trajectory_id, line.axis) != asked:
+                check.misplaced.append(f"{line.trajectory_id} {line.axis} (its question is {asked[0]} {asked[1]})")
         shared = sorted(key for key in planned if key in recorded)
         chosen = random.Random(seed).sample(shared, min(sample, len(shared)))
         to_ask.append((check, [planned[key] for key in chosen], {key: recorded[key] for key in chosen}))

@@ -144,7 +144,8 @@ def _spot_check(suite, labels_path, sample, seed, repeats, judge_model, judge_ap
             say(f"  DIFFERS {one_line(diff.trajectory_id)} {diff.axis} (repeat {diff.repeat}): recorded "
                 f"{one_line(diff.recorded)}, now {one_line(diff.now)}")
         for what, ids in (("labelled question(s) with no recorded verdict", check.missing),
-                          ("recorded verdict(s) the suite no longer asks", check.unknown)):
+                          ("recorded verdict(s) the suite no longer asks", check.unknown),
+                          ("recorded verdict(s) filed under another item than their question", check.misplaced)):
             if ids:
                 say(f"  {len(ids)} {what} (first: {one_line(ids[0])})")
         clean &= check.clean
