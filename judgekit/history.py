@@ -124,6 +124,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             recorded_at TEXT NOT NULL);
         CREATE INDEX safety_scans_by_suite ON safety_scans (suite, started_at);
     """),
+    Migration(3, "how each run came in", """
+        ALTER TABLE runs ADD COLUMN came_in TEXT NOT NULL DEFAULT 'run' CHECK (came_in IN ('run', 'import'));
+    """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -145,13 +148,15 @@ class RunInfo:
     green: bool
     axes: dict[str, dict[str, Any]]
     """Axis -> scored, unscored, errors, full_marks, mean_score, advisory."""
+    came_in: str = "run"
+    """'run': recorded as it ran (``run --record``); 'import': a record file measured again."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id, "suite": self.suite, "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat(), "git_commit": self.git_commit, "git_dirty": self.git_dirty,
             "ci_build": self.ci_build, "trajectories": self.trajectories, "gate_passed": self.gate_passed,
-            "compare_passed": self.compare_passed, "green": self.green, "axes": self.axes,
+            "compare_passed": self.compare_passed, "green": self.green, "axes": self.axes, "came_in": self.came_in,
         }
 
 
@@ -317,7 +322,7 @@ class History:
         if isinstance(record, RunRecord) and record._rows is not None:
             return self._write(record.header, record.footer, record._rows, compare_passed)
         measured = remeasure(record)
-        return self._write(measured.header, measured.footer, measured.rows, compare_passed)
+        return self._write(measured.header, measured.footer, measured.rows, compare_passed, came_in="import")
 
     def import_file(self, path: str | Path, *, policy: ComparePolicy | None = None, suite=None
                     ) -> tuple[RunInfo, bool, Comparison | None]:
@@ -345,7 +350,7 @@ class History:
                                      noise=self.noise(measured.header.suite))
             try:
                 info = self._write(measured.header, measured.footer, measured.rows,
-                                   comparison.passed if comparison is not None else None)
+                                   comparison.passed if comparison is not None else None, came_in="import")
                 return info, True, comparison
             except AlreadyRecorded:  # another job recorded it since the look-up
                 return self.find(opened.header.run_id), False, None
@@ -371,7 +376,7 @@ class History:
             found.update(conn.execute(f"SELECT id, pk FROM trajectory_ids WHERE id IN ({marks})", chunk))
         return found
 
-    def _write(self, header, footer, rows: RunRows, compare_passed: bool | None) -> RunInfo:
+    def _write(self, header, footer, rows: RunRows, compare_passed: bool | None, *, came_in: str = "run") -> RunInfo:
         gate_passed = footer.gate_report.passed if footer.gate_report is not None else None
         green = bool(gate_passed) and compare_passed is not False
         rubrics = hashlib.sha256(json.dumps({ref: entry.sha256 for ref, entry in header.rubrics.items()},
@@ -384,14 +389,14 @@ class History:
                 cursor = conn.execute(
                     "INSERT INTO runs (run_id, suite, git_commit, git_dirty, ci_build, started_at, finished_at, "
                     "judgekit_version, trajectories, gate_passed, compare_passed, green, rubrics_sha256, header, footer, "
-                    "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "recorded_at, came_in) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (header.run_id, header.suite, header.project.git_commit,
                      None if header.project.git_dirty is None else int(header.project.git_dirty),
                      header.project.ci_build, header.started_at.isoformat(), footer.finished_at.isoformat(),
                      header.judgekit_version, footer.trajectories,
                      None if gate_passed is None else int(gate_passed),
                      None if compare_passed is None else int(compare_passed), int(green), rubrics,
-                     redact(header.model_dump_json()), redact(footer.model_dump_json()), utc_now().isoformat()))
+                     redact(header.model_dump_json()), redact(footer.model_dump_json()), utc_now().isoformat(), came_in))
                 run_pk = cursor.lastrowid
                 trajectory_pks = self._trajectory_pks(rows.ids)
                 for name, by_id in rows.rows.items():
@@ -509,7 +514,7 @@ class History:
             raise InputError(f"the history cannot be read: {exc}", self.path) from None
 
     _RUN_COLUMNS = ("pk, run_id, suite, started_at, finished_at, git_commit, git_dirty, ci_build, trajectories, "
-                    "gate_passed, compare_passed, green")
+                    "gate_passed, compare_passed, green, came_in")
 
     def _infos(self, rows: list[tuple]) -> list[RunInfo]:
         if not rows:
@@ -531,8 +536,8 @@ class History:
         return [RunInfo(run_id=run_id, suite=suite, started_at=self._time(started),
                         finished_at=self._time(finished), git_commit=commit, git_dirty=_bool(dirty),
                         ci_build=build, trajectories=n, gate_passed=_bool(gate), compare_passed=_bool(compared),
-                        green=bool(green), axes=dict(sorted(axes[pk].items())))
-                for pk, run_id, suite, started, finished, commit, dirty, build, n, gate, compared, green in rows]
+                        green=bool(green), axes=dict(sorted(axes[pk].items())), came_in=came_in)
+                for pk, run_id, suite, started, finished, commit, dirty, build, n, gate, compared, green, came_in in rows]
 
     def _malformed(self, what: str) -> InputError:
         return InputError(f"the history holds a malformed row ({what}): was it edited? judgekit reads it no "
@@ -654,12 +659,14 @@ class History:
         """Per axis, the run-to-run spread of the mean among recent green runs of ``suite`` that
         should agree (one clean commit, one set of rubric hashes): repeated runs, judge axes'
         wobble. Only green runs count, and never the run being compared (``exclude``): a
-        regressed run's spread must not excuse the same regression next time."""
+        regressed run's spread must not excuse the same regression next time. Only runs this
+        history recorded as they ran count (``run --record``): an imported record's commit is its
+        claim, and a hostile review widened the noise with imported runs until a 69% drop passed."""
         groups: dict[tuple[str, str, str], list[float]] = {}
         for commit, rubrics, name, mean in self._query(
                 "SELECT r.git_commit, r.rubrics_sha256, a.name, x.mean_score FROM "
                 "(SELECT * FROM runs WHERE suite = ? AND green = 1 AND run_id != ? AND git_commit IS NOT NULL "
-                " AND git_dirty = 0 ORDER BY pk DESC LIMIT ?) r "
+                " AND git_dirty = 0 AND came_in = 'run' ORDER BY pk DESC LIMIT ?) r "
                 "JOIN run_axes x ON x.run_pk = r.pk JOIN axes a ON a.pk = x.axis_pk WHERE x.mean_score IS NOT NULL",
                 (suite, exclude or "", limit)):
             if isinstance(mean, bool) or not isinstance(mean, float | int) or not 0 <= mean <= 1:

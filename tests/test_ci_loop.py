@@ -362,22 +362,29 @@ def test_two_concurrent_writers_lose_nothing(two_runs, tmp_path):
 
 
 def test_noise_comes_from_repeated_runs_of_one_commit(server, tmp_path):
-    # Only green runs tell the run-to-run noise: a suite whose gate the run passes.
+    """Three runs of one clean commit recorded as they ran (the suite in a real git repository,
+    its gate one a run passes): the noise is their spread; never the compared run's own; never
+    imported records, whose commit is only their claim."""
     loose = {"gate": {"min_task_success_rate": 0.0, "min_tool_correctness": 0.0, "min_faithfulness": 0.0}}
-    code, out = cli("run", example_suite(tmp_path / "loose", suite_update=loose), "--out", tmp_path / "r.jsonl",
-                    *judged(server, tmp_path))
-    assert code == 0, out
-    record = read_run(tmp_path / "r.jsonl")
-    record.project.git_commit, record.project.git_dirty = "c0ffee", False  # the commit is not measured: told
-    with History(tmp_path / "h.sqlite") as store:
-        assert store.noise(record.suite) == {}
-        for i in range(3):
-            record.run_id = f"same-{i}"
-            store.record(record)
-        noise = store.noise(record.suite)
-    assert set(noise) == set(record.summary) and all(n.sd == 0 and n.runs == 3 for n in noise.values())
-    with History(tmp_path / "h.sqlite") as store:
-        assert all(n.runs == 2 for n in store.noise(record.suite, exclude="same-2").values())  # never its own spread
+    suite = example_suite(tmp_path / "repo", suite_update=loose)
+    git = ["git", "-C", str(suite.parent), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "suite"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    history = tmp_path / "h.sqlite"
+    for i in range(3):
+        code, out = cli("run", suite, "--record", "--history", history, "--out", tmp_path / f"r{i}.jsonl",
+                        *judged(server, tmp_path))
+        assert code == 0, out
+    run_ids = [read_run(tmp_path / f"r{i}.jsonl").run_id for i in range(3)]
+    with History(history) as store:
+        noise = store.noise("email-update copy")
+        assert set(noise) == {"faithfulness", "task_success", "tool_correctness"}
+        assert all(n.sd == 0 and n.runs == 3 for n in noise.values())
+        assert all(n.runs == 2 for n in store.noise("email-update copy", exclude=run_ids[2]).values())
+    imported = tmp_path / "imported.sqlite"
+    assert cli("history", "import", *(tmp_path / f"r{i}.jsonl" for i in range(3)), "--history", imported)[0] == 0
+    with History(imported) as store:
+        assert store.noise("email-update copy") == {}
 
 
 @pytest.mark.parametrize("worse,better", [(0, 1), (1, 0), (3, 3), (8, 2), (2, 8), (17, 40), (400, 455), (5000, 5200)])

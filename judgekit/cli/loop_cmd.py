@@ -271,6 +271,8 @@ def _info_line(info) -> str:
     state = "green" if info.green else ("gate failed" if info.gate_passed is False else
                                         "compare failed" if info.compare_passed is False else "not gated")
     commit = (info.git_commit or "no commit")[:12] + ("+dirty" if info.git_dirty else "")
+    if info.came_in == "import":
+        state += " (imported)"
     return (f"{info.run_id}  {info.started_at:%Y-%m-%d %H:%M}  {commit}  {info.trajectories} traj  "
             f"{state}  {axes}")
 

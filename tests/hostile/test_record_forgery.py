@@ -198,11 +198,14 @@ def test_a_header_row_rewritten_is_noticed_when_the_run_is_a_baseline(world, tmp
     assert code == 2 and "malformed row" in out and "compare: PASSED" not in out, out
 
 
+ONE, TWO, THREE = ((1, "runs, their axes and per-trajectory rows"), (2, "safety scans"),
+                   (3, "how each run came in"))
+
+
 @pytest.mark.parametrize("rows", [
-    pytest.param([(1, "runs, their axes and per-trajectory rows"), (2, "safety scans"), (3, "from the future")],
-                 id="newer_version_listed"),
-    pytest.param([(1, "runs, their axes and per-trajectory rows")], id="a_migration_missing"),
-    pytest.param([(1, "runs, their axes and per-trajectory rows"), (2, "renamed")], id="a_migration_renamed"),
+    pytest.param([ONE, TWO, THREE, (4, "from the future")], id="newer_version_listed"),
+    pytest.param([ONE, TWO], id="a_migration_missing"),
+    pytest.param([ONE, (2, "renamed"), THREE], id="a_migration_renamed"),
 ])
 def test_a_history_whose_migrations_disagree_with_its_version_is_never_written(world, tmp_path, rows):
     history = tmp_path / "h.sqlite"
