@@ -315,7 +315,11 @@ def derive_approval(calibration_dir: Path, identity: JudgeIdentity, thresholds: 
         except ValueError:
             derived.axis_problems[name] = f"{name[:60]!r} is not an axis judgekit knows"
             continue
-        items, other_kind = items_of(references, verdicts, name, kind, axis_threshold(kind, thresholds))
+        try:
+            items, other_kind = items_of(references, verdicts, name, kind, axis_threshold(kind, thresholds))
+        except InputError as exc:  # a verdict of another kind (A/B on a pass/fail item): advisory, never a crash
+            derived.axis_problems[name] = f"its verdicts cannot be read as {kind} verdicts: {exc.detail}"
+            continue
         derived.axes[name] = measure_axis(name, kind, items, labels, thresholds)
         as_decided = None
         if claimed.kind == kind and not other_kind and claimed.items == items:

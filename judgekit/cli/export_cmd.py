@@ -8,6 +8,7 @@ import click
 
 from judgekit.cli._exit import handle_errors
 from judgekit.cli._out import one_line, say
+from judgekit.cli.loop_cmd import pinned_suite, suite_option
 
 
 def _is_otlp_logs(path: Path) -> bool:
@@ -40,8 +41,10 @@ def _is_otlp_logs(path: Path) -> bool:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0, min_open=True), default=10.0, show_default=True,
               metavar="SECONDS",
               help="Seconds the SDK may take per export request to the endpoint, retries included.")
+@suite_option
 @handle_errors
-def export(run_path: Path, otel_file: Path | None, otlp_endpoint: str | None, timeout_s: float) -> None:
+def export(run_path: Path, otel_file: Path | None, otlp_endpoint: str | None, timeout_s: float,
+           suite_path: Path | None) -> None:
     """Export the verdicts of RUN (a run record from `judgekit run --out`) as OpenTelemetry
     GenAI evaluation events.
 
@@ -68,7 +71,8 @@ def export(run_path: Path, otel_file: Path | None, otlp_endpoint: str | None, ti
         if otel_file.resolve() == run_path.resolve():
             raise InputError("--otel would overwrite the run record it exports: choose another file", otel_file)
         prepare_out(otel_file, [], what="an OTLP JSON logs file (a previous export)", is_ours=_is_otlp_logs)
-    summary = export_otel(run_path, otel_file, endpoint=otlp_endpoint, timeout_s=timeout_s)
+    summary = export_otel(run_path, otel_file, endpoint=otlp_endpoint, timeout_s=timeout_s,
+                          suite=pinned_suite(suite_path))
     counts = f"{summary.events} evaluation events of {summary.trajectories} trajectories"
     if otel_file is not None:
         say(one_line(f"wrote {counts} to {otel_file}"))

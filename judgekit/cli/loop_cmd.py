@@ -203,15 +203,16 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     else:
         print_comparison(comparison)
     if record is not None:
-        _write_reports(record, comparison, history, junit, markdown, html)
+        _write_reports(record, comparison, history, junit, markdown, html, suite)
     if not comparison.passed:
         sys.exit(EXIT_GATE_FAILED)
 
 
-def _write_reports(record, comparison, history, junit, markdown, html) -> None:
+def _write_reports(record, comparison, history, junit, markdown, html, suite=None) -> None:
     from judgekit.report import report_input, write_reports
 
-    data = report_input(record, comparison=comparison, history=history)
+    calibration_dir = suite.resolve(suite.suite.calibration_dir) if suite is not None else None
+    data = report_input(record, comparison=comparison, history=history, calibration_dir=calibration_dir)
     for path in write_reports(data, junit=junit, markdown=markdown, html=html):
         say(f"wrote {one_line(str(path))}", err=True)
 
@@ -254,7 +255,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
     if not no_compare:
         policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
         comparison = compare_run(run_rows(record), history, baseline, policy, suite=suite)
-    _write_reports(record, comparison, history, junit, markdown, html)
+    _write_reports(record, comparison, history, junit, markdown, html, suite)
 
 
 # --- history -----------------------------------------------------------------------------------

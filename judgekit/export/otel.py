@@ -87,15 +87,16 @@ def _run_context(header, footer_time: datetime, judges) -> RunContext:
                       finished_ns=nanos(footer_time), approvals={seen.fingerprint: dict(seen.axes) for seen in judges})
 
 
-def open_events(path: Path) -> tuple[RunContext, Iterator[tuple[str, list[EvaluationEvent]]]]:
-    """The run's shared context, and (trajectory id, its events) for each result, in order."""
+def open_events(path: Path, *, suite=None) -> tuple[RunContext, Iterator[tuple[str, list[EvaluationEvent]]]]:
+    """The run's shared context, and (trajectory id, its events) for each result, in order;
+    ``suite``: the ``LoadedSuite`` to measure it under (default: the one it names)."""
     from judgekit.run.record import RunRecord, open_run
     from judgekit.run.remeasure import remeasure
 
     opened = open_run(path)
     kept = isinstance(opened, RunRecord)  # format 1, migrated, in memory
     # First pass: the run measured again (its judges' approvals re-derived), never the footer's word.
-    measured = remeasure(opened, keep_rows=False, keep_results=kept, suite_optional=True)
+    measured = remeasure(opened, keep_rows=False, keep_results=kept, suite_optional=suite is None, loaded=suite)
     context = _run_context(measured.header, measured.footer.finished_at, measured.footer.judges)
     results = iter(measured.results) if kept else open_run(path).iter_results()
     return context, ((result.trajectory_id, events_of(result, context, path)) for result in results)
@@ -227,17 +228,18 @@ class ExportSummary:
 
 
 def export_otel(run_path: str | Path, otel_file: str | Path | None = None, *, endpoint: str | None = None,
-                timeout_s: float = 10.0) -> ExportSummary:
+                timeout_s: float = 10.0, suite=None) -> ExportSummary:
     """Write the run record's verdicts to ``otel_file`` (OTLP/JSON, see the module docstring)
     and/or send them to the OTLP/HTTP ``endpoint`` with the OpenTelemetry SDK. All or nothing:
-    when sending fails, no file is written."""
+    when sending fails, no file is written. ``suite``: the ``LoadedSuite`` the record is
+    measured under (default: the suite file it names)."""
     import json
     from contextlib import ExitStack
 
     from judgekit._files import AtomicFile, protect
 
     run_path = Path(run_path)
-    context, items = open_events(run_path)
+    context, items = open_events(run_path, suite=suite)
     summary = ExportSummary()
     with ExitStack() as stack:
         stack.enter_context(protect([run_path]))  # the events never replace the record they come from

@@ -251,6 +251,19 @@ def test_verdicts_that_name_no_question_or_one_question_twice_never_certify(cali
     assert ("name no question" in why) if key is None else ("one cache key twice" in why), why
 
 
+def test_a_verdict_of_another_kind_makes_the_judge_advisory_not_the_gate_fail_on_input(calibration):
+    """An A/B (pairwise) verdict among pass/fail ones, the record rehashed: the judge is advisory
+    with the reason; the gate goes on (it exited 2 before: found by a hostile review)."""
+    path = verdicts_path(calibration, "ship", B.fingerprint)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["verdict"] = "A"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    edit_json(record_of(calibration, B), lambda d: d.update(verdicts_sha256=rehash(path)))
+    allowed, why = gates(calibration, B)
+    assert not allowed and "its verdicts cannot be read as binary verdicts" in why, why
+    assert gate_of(calibration, B).approvals == []
+
+
 def test_labels_dated_after_the_decision_void_it(calibration):
     labels_path = calibration / "ship" / "labels.jsonl"
     lines = [json.loads(line) for line in labels_path.read_text().splitlines()]
