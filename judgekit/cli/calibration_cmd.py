@@ -39,7 +39,8 @@ def _is_report(data) -> bool:
 @click.option("--spot-check", "spot_check_n", type=click.IntRange(1), metavar="N",
               help="Judge nothing new and write nothing: re-ask N of the recorded calibration questions of each "
               "rubric's approval (past the cache) and report answers that differ, labelled items without a recorded "
-              "verdict and recorded verdicts the suite no longer asks (drift or tampering). Exit 1 when any.")
+              "verdict and recorded verdicts the suite no longer asks or filed under another item (drift or "
+              "tampering). Exit 1 when any. The sample is drawn with a random seed, printed, unless --seed is given.")
 @click.option("--judge-model", help="Calibrate this judge instead of the suite's.")
 @click.option("--judge-api-base")
 @click.option("--judge-api-key-env")
@@ -68,6 +69,11 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
     if labels_path is None:
         raise click.UsageError("--labels is required (or --plan to plan a label set)")
     if spot_check_n is not None:
+        if click.get_current_context().get_parameter_source("seed") is click.core.ParameterSource.DEFAULT:
+            import secrets
+
+            seed = secrets.randbelow(2**31)  # a sample nobody can know in advance and leave alone
+            say(f"spot check seed {seed} (pass --seed {seed} to draw the same sample again)")
         _spot_check(suite, labels_path, spot_check_n, seed, repeats, judge_model, judge_api_base, judge_api_key_env)
         return
     from judgekit.calibration.calibrate import calibrate_suite
