@@ -74,8 +74,10 @@ def spend(what: str) -> None:
     """CheckTimeout when the budget of the check running in this context is spent."""
     budget = _budget.get()
     if budget is not None and time.monotonic() > budget[0]:
-        raise CheckTimeout(f"{what}: took more than {budget[1]:g} s on this value (a schema whose work grows "
-                           "with the data, such as anyOf over a recursive $ref?): simplify it")
+        # Where the deadline is noticed (here, or in a match) is up to the clock: one condition, one wording.
+        raise CheckTimeout(f"{what}: took more than {budget[1]:g} s in all over this check's values (a pattern "
+                           "that backtracks, or a schema whose work grows with the data, such as anyOf over a "
+                           "recursive $ref?): simplify it")
 
 
 MAX_REPEAT_PRODUCT = 100_000
