@@ -112,6 +112,8 @@ class SafetyPolicy(BaseModel):
         "addressed to the agent. Advisory: it has no calibration yet, so what it finds never stops shipping.",
     )
     risks: str = Field("safety/risks", description="The residual-risk records folder, relative to the suite file.")
+    max_waiver_days: int = Field(90, ge=1, description="The longest a residual-risk record may last, in days from "
+                                 "its `date` to its `expires`: a longer one waives nothing and stops shipping.")
     owner: str | None = Field(None, description="Who owns the scan's residual risk (its summary names them); "
                               "else JUDGEKIT_SAFETY_OWNER.")
 
