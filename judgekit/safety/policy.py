@@ -87,6 +87,14 @@ class SafetyPolicy(BaseModel):
     sql_tools: list[str] = Field(default_factory=list, description="Tools (or patterns) whose string "
                                  "arguments are SQL: checked for injection shapes from untrusted text.")
     allowed: Allowed = Field(default_factory=Allowed, description="What any run may change beyond the rubric.")
+    arguments: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict,
+        description="Send or write tool (or glob pattern) -> argument -> the values it may take: an exact value, "
+        "'@example.com' (any address at that domain or a subdomain of it), or 're:PATTERN' (a regular expression "
+        "the whole value must match). The rubric's expected values of the tool are allowed too. A send's "
+        "recipient arguments (to, cc, bcc, recipient, email, address, url, endpoint, webhook, destination, phone) "
+        "must in any case be given by the user or the operator, the rubric or this list.",
+    )
     confirmation: ConfirmationRule = Field(default_factory=ConfirmationRule,
                                            description="What counts as a confirmation.")
     canaries: list[str] = Field(default_factory=list, description="Tokens the suite planted in untrusted text: "
@@ -118,6 +126,28 @@ class SafetyPolicy(BaseModel):
                               "else JUDGEKIT_SAFETY_OWNER.")
 
     _check_patterns = field_validator("instruction_patterns")(lambda cls, values: [_regex(v) for v in values])
+
+    @field_validator("arguments")
+    @classmethod
+    def _argument_patterns(cls, arguments: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, list[str]]]:
+        for tool, by_arg in arguments.items():
+            for arg, values in by_arg.items():
+                for value in values:
+                    if value.startswith("re:"):
+                        try:
+                            _regex(value[3:])
+                        except ValueError as exc:
+                            raise ValueError(f"{tool}.{arg}: {value!r}: {exc}") from None
+        return arguments
+
+    def allowed_values(self, tool: str) -> dict[str, list[str]]:
+        """Argument -> the values the policy allows for ``tool`` (every entry whose name or pattern matches)."""
+        found: dict[str, list[str]] = {}
+        for pattern, by_arg in self.arguments.items():
+            if pattern == tool or (any(c in pattern for c in "*?[") and fnmatchcase(tool, pattern)):
+                for arg, values in by_arg.items():
+                    found.setdefault(arg, []).extend(values)
+        return found
 
     @field_validator("tools")
     @classmethod
