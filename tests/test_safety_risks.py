@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from judgekit.cli import main as cli_main
 from judgekit.errors import InputError
 from judgekit.safety.findings import SIGNALS, Finding
+from judgekit.safety.policy import SafetyPolicy
 from judgekit.safety.risks import (
+    DEFAULT_MAX_WAIVER_DAYS,
     MAX_RISK_FILES,
     LoadedRisk,
     RiskRecord,
     RiskRegister,
     RiskScope,
+    confine_risks,
     load_risks,
     new_risk_yaml,
 )
@@ -389,3 +395,302 @@ def test_the_schema_accepts_the_example_and_refuses_a_record_without_owner():
     assert not list(validator.iter_errors(document))
     document.pop("owner")
     assert list(validator.iter_errors(document))
+
+
+# --- how long a waiver may last --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expires", "max_days", "refused"),
+    [
+        pytest.param("2027-01-30", None, False, id="90_days_by_default_accepted"),
+        pytest.param("2027-01-31", None, True, id="91_days_by_default_refused"),
+        pytest.param("2026-12-01", 30, False, id="30_days_under_a_lowered_limit"),
+        pytest.param("2026-12-02", 30, True, id="31_days_under_a_lowered_limit"),
+        pytest.param("2027-10-27", 360, False, id="360_days_under_a_raised_limit"),
+        pytest.param("2027-10-28", 360, True, id="361_days_under_a_raised_limit"),
+    ],
+)
+def test_a_record_longer_than_the_limit_is_a_problem_at_its_expires_line(tmp_path, expires, max_days, refused):
+    folder = folder_with(tmp_path, mailer__yaml=edit(10, f"expires: {expires}"))
+    register = load_risks(folder, **({} if max_days is None else {"max_days": max_days}))
+    if not refused:
+        assert register.problems == [] and [r.name for r in register.risks] == ["mailer.yaml"]
+        assert register.waiver_for(finding(trajectory_id="t-1"), TODAY) is not None
+        return
+    assert register.risks == []
+    [problem] = register.problems
+    days = (date.fromisoformat(expires) - date(2026, 11, 1)).days
+    limit = max_days or DEFAULT_MAX_WAIVER_DAYS
+    assert problem.startswith(f"{folder / 'mailer.yaml'}:10: the record lasts {days} days"), problem
+    assert f"more than the {limit} a waiver may last (safety.max_waiver_days)" in problem
+    assert problem.endswith("; not applied")
+
+
+def test_a_nul_in_the_risks_path_is_refused_naming_the_suite(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    with pytest.raises(InputError, match="a path with a NUL character cannot be") as caught:
+        confine_risks(tmp_path / "a\0b", suite)
+    assert caught.value.path == str(suite)
+
+
+def test_the_limit_is_the_policy_default_and_at_least_one_day():
+    assert SafetyPolicy().max_waiver_days == DEFAULT_MAX_WAIVER_DAYS == 90
+    assert SafetyPolicy(max_waiver_days=1).max_waiver_days == 1
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        SafetyPolicy(max_waiver_days=0)
+
+
+def test_an_overlong_record_built_in_code_does_not_count():
+    record = RiskRecord.model_validate(yaml.safe_load(edit(1, None, edit(10, "expires: 2027-01-31")))
+                                       | {"date": "2026-11-01"})
+    register = RiskRegister(risks=[LoadedRisk(record, Path("r.yaml"), "r.yaml")])
+    the_finding = finding(trajectory_id="t-1")
+    assert register.waiver_for(the_finding, TODAY) is None
+    [considered] = register.considered(the_finding, TODAY)
+    assert considered.why == "lasts 91 days, more than the 90 a waiver may last"
+    assert register.summary(TODAY)[0].state == "invalid"
+    assert RiskRegister(risks=register.risks, max_days=91).waiver_for(the_finding, TODAY) is not None
+
+
+def test_new_risk_yaml_refuses_a_record_longer_than_the_limit():
+    arguments = {"signal": "secret_exposed", "scope": RiskScope(tools=["x"]), "owner": "me", "reason": "r",
+                 "rollback": "r", "today": TODAY}
+    assert new_risk_yaml(expires=TODAY + timedelta(days=90), **arguments)
+    with pytest.raises(InputError, match="would last 91 days, more than the 90"):
+        new_risk_yaml(expires=TODAY + timedelta(days=91), **arguments)
+    assert new_risk_yaml(expires=TODAY + timedelta(days=91), max_days=91, **arguments)
+
+
+# --- the holes a hostile author would try --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("today", "problem"),
+    [
+        pytest.param(date(2026, 11, 1), None, id="dated_today_counts"),
+        pytest.param(date(2026, 10, 31), "dated 2026-11-01, after today (2026-10-31)", id="dated_tomorrow_refused"),
+    ],
+)
+def test_a_record_dated_after_the_scan_day_is_a_problem_at_its_date_line(tmp_path, today, problem):
+    # Records dated ahead, each within the limit, would chain a waiver past it.
+    folder = folder_with(tmp_path, mailer__yaml=RECORD)
+    register = load_risks(folder, today=today)
+    if problem is None:
+        assert register.problems == [] and register.waiver_for(finding(trajectory_id="t-1"), today) is not None
+    else:
+        assert register.risks == []
+        assert register.problems == [(f"{folder / 'mailer.yaml'}:8: {problem}: date a record the day it is written "
+                                      "(records dated ahead, one after another, would outlast "
+                                      "safety.max_waiver_days); not applied")]
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        pytest.param("\u200b", id="zero_width_space"),
+        pytest.param("\u00a0\u3000", id="no_break_and_ideographic_spaces"),
+        pytest.param("\u3164", id="hangul_filler"),
+        pytest.param("\u2800", id="blank_braille"),
+        pytest.param("\u2060\ufeff", id="word_joiner_and_bom"),
+        pytest.param("\u0301", id="lone_combining_mark"),
+    ],
+)
+def test_an_owner_that_looks_empty_is_a_problem(tmp_path, owner):
+    folder = folder_with(tmp_path, mailer__yaml=edit(7, f'owner: "{owner}"'))
+    [problem] = load_risks(folder).problems
+    assert problem.startswith(f"{folder / 'mailer.yaml'}:7: owner: Value error, owner must not be blank"), problem
+    record = RiskRecord.model_validate(yaml.safe_load(edit(1, None))).model_copy(
+        update={"owner": json.loads(f'"{owner}"')})
+    assert record.why_invalid(TODAY) == "has no owner"
+
+
+def test_an_owner_with_one_visible_character_among_invisible_ones_is_kept(tmp_path):
+    register = load_risks(folder_with(tmp_path, mailer__yaml=edit(7, 'owner: "\u200bJ\u00e9\u200b"')))
+    assert register.problems == [] and register.risks[0].record.owner == "\u200bJ\u00e9\u200b"
+
+
+# --- a suite's risks folder is confined to the suite's folder tree, as snapshots are ------------
+
+
+def safety_suite(tmp_path: Path, risks: str = "risks", **policy: object) -> Path:
+    """examples/safety copied to tmp_path/repo/safety with ``safety.risks`` set; its suite file."""
+    folder = tmp_path / "repo" / "safety"
+    shutil.copytree(ROOT / "examples" / "safety", folder)
+    suite = folder / "suite.yaml"
+    suite.write_text(suite.read_text() + "".join(f"  {key}: {json.dumps(value)}\n" for key, value in policy.items()))
+    set_risks(suite, risks)
+    return suite
+
+
+def set_risks(suite: Path, risks: str) -> None:
+    lines = suite.read_text().splitlines(keepends=True)
+    [at] = [n for n, line in enumerate(lines) if line.startswith("  risks: ")]
+    lines[at] = f"  risks: {json.dumps(risks)}\n"
+    suite.write_text("".join(lines))
+
+
+def drafts_waiver(folder: Path, name: str = "drafts.yaml", **fields: str) -> Path:
+    """A waiver of the one destructive-without-confirmation finding of examples/safety."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"signal": "destructive_without_confirmation", "scope": {"trajectories": ["delete-unconfirmed"]},
+              "owner": "dana@example.com", "date": "2026-11-20", "reason": "drafts are recoverable",
+              "expires": "2026-12-31", "rollback": "restore the draft from the trash", **fields}
+    path = folder / name
+    path.write_text(yaml.safe_dump(record, sort_keys=False))
+    return path
+
+
+def safety_cli(suite: Path, *more: str):
+    return CliRunner().invoke(cli_main, ["safety", str(suite), "--allow-dirty", "--today", "2026-12-01",
+                                         "--no-judge", *more])
+
+
+def escape_up(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    drafts_waiver(tmp_path / "elsewhere")
+    return "../../elsewhere", "the residual-risk folder"
+
+
+def escape_absolute(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    drafts_waiver(tmp_path / "elsewhere")
+    return str(tmp_path / "elsewhere"), "the residual-risk folder"
+
+
+def escape_missing_folder_outside(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    return "../nowhere", "the residual-risk folder"  # refused though empty: never silently ignored
+
+
+def escape_linked_folder(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    drafts_waiver(tmp_path / "elsewhere")
+    shutil.rmtree(suite.parent / "risks")
+    (suite.parent / "risks").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    return "risks", "the residual-risk folder"
+
+
+def escape_linked_parent(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    drafts_waiver(tmp_path / "elsewhere" / "risks")
+    (suite.parent / "shared").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    return "shared/risks", "the residual-risk folder"
+
+
+def escape_linked_record(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    outside = drafts_waiver(tmp_path / "elsewhere")
+    (suite.parent / "risks" / "drafts.yaml").symlink_to(outside)
+    return "risks", "the residual-risk record " + str(suite.parent / "risks" / "drafts.yaml")
+
+
+def escape_linked_record_via_a_link(tmp_path: Path, suite: Path) -> tuple[str, str]:
+    outside = drafts_waiver(tmp_path / "elsewhere")
+    (suite.parent / "risks" / "hop.txt").symlink_to(outside)  # not a record itself: ignored
+    (suite.parent / "risks" / "drafts.yaml").symlink_to(suite.parent / "risks" / "hop.txt")
+    return "risks", "the residual-risk record " + str(suite.parent / "risks" / "drafts.yaml")
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        pytest.param(escape_up, id="dot_dot"),
+        pytest.param(escape_absolute, id="absolute"),
+        pytest.param(escape_missing_folder_outside, id="missing_folder_outside"),
+        pytest.param(escape_linked_folder, id="symlinked_folder"),
+        pytest.param(escape_linked_parent, id="symlinked_parent_folder"),
+        pytest.param(escape_linked_record, id="symlinked_record"),
+        pytest.param(escape_linked_record_via_a_link, id="symlinked_record_through_two_links"),
+    ],
+)
+def test_waivers_outside_the_suite_folder_tree_are_refused_naming_the_suite(tmp_path, escape):
+    suite = safety_suite(tmp_path)
+    risks, what = escape(tmp_path, suite)
+    set_risks(suite, risks)
+    out = tmp_path / "scan.json"
+    result = safety_cli(suite, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    message = result.output.strip()
+    assert message.startswith(f"judgekit: error: {suite}: "), message
+    assert what in message and f"outside the suite's folder tree ({suite.parent})" in message, message
+    assert not out.exists()  # nothing measured, nothing written
+
+
+@pytest.mark.parametrize(
+    ("layout", "exit_code"),
+    [
+        pytest.param("subfolder", 0, id="subfolder_applies"),
+        pytest.param("linked_inside", 0, id="parent_linked_inside_the_tree_applies"),
+        pytest.param("record_linked_inside", 4, id="record_linked_inside_is_a_problem"),
+    ],
+)
+def test_waivers_inside_the_suite_folder_tree_are_read(tmp_path, layout, exit_code):
+    suite = safety_suite(tmp_path, risks="review/risks" if layout != "record_linked_inside" else "risks")
+    base = suite.parent
+    if layout == "subfolder":
+        drafts_waiver(base / "review" / "risks")
+    elif layout == "linked_inside":
+        drafts_waiver(base / "kept" / "risks")
+        (base / "review").symlink_to(base / "kept", target_is_directory=True)
+    else:
+        real = drafts_waiver(base / "kept")
+        (base / "risks" / "drafts.yaml").symlink_to(real)
+    # Only the waived signal may fire: keep the delete-unconfirmed trajectory alone.
+    for name in ("email-summary.jsonl", "order-status.jsonl"):
+        (base / name).write_text("")
+    rows = [json.loads(line) for line in (base / "delete-draft.jsonl").read_text().splitlines()]
+    (base / "delete-draft.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows if r["id"] == "delete-unconfirmed"))
+    out = tmp_path / "scan.json"
+    result = safety_cli(suite, "--out", str(out))
+    assert result.exit_code == exit_code, result.output
+    record = json.loads(out.read_text())
+    if exit_code == 0:
+        assert [w["file"] for w in record["waivers_used"]] == ["drafts.yaml"]
+    else:
+        assert record["waivers_used"] == [] and "is a symbolic link" in record["risk_problems"][0]
+
+
+def test_a_risks_folder_that_is_itself_a_link_is_refused_even_inside_the_tree(tmp_path):
+    suite = safety_suite(tmp_path, risks="linked")
+    drafts_waiver(suite.parent / "risks")
+    (suite.parent / "linked").symlink_to(suite.parent / "risks", target_is_directory=True)
+    result = safety_cli(suite)
+    assert result.exit_code == 2, result.output
+    assert f"{suite.parent / 'linked'}: the residual-risk folder is a symbolic link" in result.output
+
+
+# --- the limit set in a suite, through the command ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "expires", "exit_code", "problem"),
+    [
+        pytest.param(None, "2027-02-18", 0, None, id="90_days_default_accepted"),
+        pytest.param(None, "2027-02-19", 4, "lasts 91 days", id="91_days_default_refused"),
+        pytest.param(30, "2026-12-20", 0, None, id="lowered_30_accepts_30"),
+        pytest.param(30, "2026-12-21", 4, "lasts 31 days", id="lowered_30_refuses_31"),
+        pytest.param(400, "2027-12-25", 0, None, id="raised_400_accepts_400"),
+        pytest.param(400, "2027-12-26", 4, "lasts 401 days", id="raised_400_refuses_401"),
+        pytest.param(0, "2026-12-20", 2, "max_waiver_days", id="zero_refused_with_the_suite"),
+    ],
+)
+def test_max_waiver_days_in_a_suite(tmp_path, setting, expires, exit_code, problem):
+    suite = safety_suite(tmp_path, **({} if setting is None else {"max_waiver_days": setting}))
+    path = drafts_waiver(suite.parent / "risks", expires=expires)
+    base = suite.parent
+    for name in ("email-summary.jsonl", "order-status.jsonl"):
+        (base / name).write_text("")
+    rows = [json.loads(line) for line in (base / "delete-draft.jsonl").read_text().splitlines()]
+    (base / "delete-draft.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows if r["id"] == "delete-unconfirmed"))
+    out = tmp_path / "scan.json"
+    result = safety_cli(suite, "--out", str(out))
+    assert result.exit_code == exit_code, result.output
+    if exit_code == 2:
+        assert str(suite) in result.output and problem in result.output
+        return
+    record = json.loads(out.read_text())
+    if problem is None:
+        assert [w["file"] for w in record["waivers_used"]] == ["drafts.yaml"] and record["risk_problems"] == []
+    else:
+        expires_line = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("expires"))
+        [found] = record["risk_problems"]
+        assert found.startswith(f"{path}:{expires_line}: the record {problem} "), found
+        assert f"more than the {setting or DEFAULT_MAX_WAIVER_DAYS} a waiver may last" in found
+        assert record["waivers_used"] == [] and record["stop_ship"] is True

@@ -26,7 +26,7 @@ from judgekit.errors import ConfigError, InputError
 from judgekit.run.plan import iter_trajectories_of
 from judgekit.run.record import ProjectState, new_run_id, project_state
 from judgekit.safety.findings import SIGNAL_TITLES, SIGNALS, Finding
-from judgekit.safety.risks import RiskRegister, RiskState, load_risks
+from judgekit.safety.risks import RiskRegister, RiskState, confine_risks, load_risks
 from judgekit.rubric import Rubric
 from judgekit.safety.judged import ADVISORY, InjectionJudge, Question
 from judgekit.safety.signals import Detectors, Scanned, masked
@@ -135,7 +135,13 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                risks: RiskRegister | None = None, owner: str | None = None, use_judge: bool = True,
                environ=os.environ) -> SafetyReport:
     """Scan every trajectory of ``loaded`` under its ``safety:`` policy (and, unless
-    ``use_judge`` is false, ask its judge about the untrusted text no pattern flagged)."""
+    ``use_judge`` is false, ask its judge about the untrusted text no pattern flagged).
+
+    The waivers are the records of ``safety.risks`` (``risks`` replaces them). A risks folder,
+    or a record that is a symbolic link, outside the suite file's folder tree once every link
+    is followed is an InputError naming the suite file. A record longer than
+    ``safety.max_waiver_days`` or dated after ``today`` waives nothing and stops shipping.
+    """
     policy = loaded.suite.safety
     if policy is None:
         raise ConfigError(f"{loaded.path}: the suite has no `safety:` section (tool classes, allowed changes): "
@@ -144,8 +150,11 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
     if not owner or not owner.strip():
         raise ConfigError(f"{loaded.path}: the scan's residual risk needs an owner: set `safety.owner` or "
                           "JUDGEKIT_SAFETY_OWNER, or pass --owner")
+    # Refused before anything else: records outside the suite's folder tree are never read.
+    risks_folder = loaded.base_dir / policy.risks
+    confined_risks = confine_risks(risks_folder, loaded.path)
     project = project_state(loaded.path.parent, environ)
-    if project.git_commit and not project.git_dirty and _unversioned_inputs(loaded, loaded.resolve(policy.risks)):
+    if project.git_commit and not project.git_dirty and _unversioned_inputs(loaded, confined_risks):
         project = project.model_copy(update={"git_dirty": True})
     if project.git_dirty and not allow_dirty:
         raise ConfigError(f"{loaded.path.parent}: the working tree has uncommitted changes (or inputs that are not in "
@@ -153,7 +162,8 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                           "a revision: commit them, or pass --allow-dirty (the record then says so)")
     started = utc_now()
     today = today or started.date()
-    register = risks if risks is not None else load_risks(loaded.resolve(policy.risks))
+    register = risks if risks is not None else load_risks(
+        risks_folder, suite_file=loaded.path, today=today, max_days=policy.max_waiver_days)
     judge = InjectionJudge(loaded, policy.judge) if policy.judge is not None and use_judge else None
     detectors = Detectors(policy, keep_unflagged=judge is not None)
     findings: list[ScanFinding] = []
