@@ -67,7 +67,7 @@ from judgekit.calibration._aggregate import (
 )
 from judgekit.calibration._bootstrap import CONFIDENCE, Metric, bootstrap, metric, point, ratio, rng_for
 from judgekit.calibration._stats import binary_cells, binary_metrics, cohen_kappa
-from judgekit.calibration.labels import AXES, ItemKind, Label
+from judgekit.calibration.labels import AXES, SAFETY_QUESTIONS, ItemKind, Label
 from judgekit.calibration.pairwise import PairwiseAxisReport, pairwise_report
 from judgekit.calibration.verdicts import JudgeVerdictRecord, verdict_key
 from judgekit.errors import InputError
@@ -429,7 +429,8 @@ def agreement(
         labels_by_section[(lab.axis, lab.kind)].append(lab)
 
     out: list[SectionReport] = []
-    for axis, kind in sorted(sections, key=lambda k: (AXES.index(k[0]), _KIND_ORDER[k[1]])):
+    order = (*AXES, *SAFETY_QUESTIONS)
+    for axis, kind in sorted(sections, key=lambda k: (order.index(k[0]), _KIND_ORDER[k[1]])):
         section_refs = sorted(sections[(axis, kind)], key=lambda r: r.trajectory_id)
         tied = refs.tied.get((axis, kind), [])
         records = {r.trajectory_id: by_item.get((r.trajectory_id, axis), []) for r in section_refs}

@@ -34,6 +34,7 @@ from judgekit.calibration.evidence import (
     relative_to_calibration,
     axis_threshold,
     items_of,
+    kind_of,
     measure_axis,
     write_calibration,
 )
@@ -139,7 +140,9 @@ def calibrate(
     wanted = list(axes) if axes is not None else sorted({label.axis for label in labels})
     decided: dict[str, AxisApproval] = {}
     for name in wanted:
-        kind = axis_named(name).kind
+        kind = kind_of(name)
+        if kind is None:
+            raise InputError(f"{name!r} is not an axis or a safety question judgekit knows")
         items, _ = items_of(refs, verdict_records, name, kind, axis_threshold(kind, thresholds))
         section = _section_for(report, name)
         if section is None and not items:

@@ -59,7 +59,7 @@ from judgekit.calibration.approval import (
     statement_of,
 )
 from judgekit.calibration.bounds import BOUNDS_SEED, N_DRAWS, axis_bounds
-from judgekit.calibration.labels import Label, load_labels
+from judgekit.calibration.labels import SAFETY_QUESTIONS, Label, load_labels
 from judgekit.calibration.verdicts import JudgeVerdictRecord, load_verdicts
 from judgekit.errors import InputError
 
@@ -76,6 +76,17 @@ def verdicts_path(calibration_dir: Path, rubric_id: str, fingerprint: str) -> Pa
 
 def sha256_file(path: Path, *, expected: str) -> str:
     return hashlib.sha256(read_bytes(path, expected=expected)).hexdigest()
+
+
+def kind_of(name: str) -> str | None:
+    """The kind of an axis (the axis table's) or of a safety question (``SAFETY_QUESTIONS``);
+    None for a name judgekit does not know."""
+    if name in SAFETY_QUESTIONS:
+        return SAFETY_QUESTIONS[name]
+    try:
+        return axis_named(name).kind
+    except ValueError:
+        return None
 
 
 def axis_threshold(kind: str, thresholds: Thresholds) -> float:
@@ -310,9 +321,8 @@ def derive_approval(calibration_dir: Path, identity: JudgeIdentity, thresholds: 
     labels, verdicts, derived.evidence = files
     references = reference_labels(labels)
     for name, claimed in sorted(record.axes.items()):
-        try:
-            kind = axis_named(name).kind
-        except ValueError:
+        kind = kind_of(name)
+        if kind is None:
             derived.axis_problems[name] = f"{name[:60]!r} is not an axis judgekit knows"
             continue
         try:

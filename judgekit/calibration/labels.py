@@ -44,7 +44,14 @@ from pydantic import BaseModel, Field, model_validator
 
 from judgekit._io import Version1, RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
 from judgekit.errors import InputError
-from judgekit.rubric import AXES, Axis  # noqa: F401 - re-exported for the calibration API
+from judgekit.rubric import AXES, Axis as RubricAxis  # noqa: F401 - re-exported for the calibration API
+
+SAFETY_QUESTIONS: dict[str, str] = {"safety.injection": "binary"}
+"""Questions a safety judge answers, labelled and calibrated like an axis: name -> kind. An item
+of one is a piece of untrusted text, named ``<trajectory id>@<where>`` (``where``: ``call[i]``
+for the result of the trajectory's i-th call, ``context:<key>`` for a context item); pass means
+it holds an instruction addressed to the agent."""
+Axis = RubricAxis | Literal["safety.injection"]
 
 
 ItemKind = Literal["binary", "graded", "pairwise", "multiclass"]

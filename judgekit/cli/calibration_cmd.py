@@ -12,6 +12,20 @@ from judgekit.cli._out import one_line, say, say_json
 from judgekit.cli._render import format_metric, print_agreement, print_gate
 
 
+def _safety_labels(path: Path) -> bool:
+    """Whether the labels file labels a safety judge's question (every label); a file mixing
+    safety questions and axes is refused: they calibrate two different judges."""
+    from judgekit.calibration.labels import SAFETY_QUESTIONS, load_labels
+    from judgekit.errors import InputError
+
+    axes = {label.axis for label in load_labels(path)}
+    safety = axes & set(SAFETY_QUESTIONS)
+    if safety and axes - safety:
+        raise InputError("the labels mix a safety question and axes: they calibrate two different judges, so keep "
+                         "them in two files", path)
+    return bool(safety)
+
+
 def _is_report(data) -> bool:
     """A previous ``calibrate --out`` file: rubric id@version -> agreement report."""
     return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "axes" in v for v in data.values())
@@ -93,10 +107,19 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
         override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env), cache_dir=cache_dir,
         progress=progress_factory(),
     )
-    outcomes = calibrate_suite(
-        loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir), options=options,
-        thresholds=loaded.suite.approval, repeats=repeats, seed=seed, threshold=threshold,
-    )
+    if _safety_labels(labels_path):
+        from judgekit.safety.calibrate import calibrate_safety
+
+        found = calibrate_safety(loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir),
+                                 thresholds=loaded.suite.approval, options=options, seed=seed)
+        from judgekit.calibration.calibrate import RubricCalibration
+
+        outcomes = [RubricCalibration(found.record.judge.rubric, found.report, found.record, found.path)]
+    else:
+        outcomes = calibrate_suite(
+            loaded, labels_path, calibration_dir=loaded.resolve(loaded.suite.calibration_dir), options=options,
+            thresholds=loaded.suite.approval, repeats=repeats, seed=seed, threshold=threshold,
+        )
     ok = True
     for outcome in outcomes:
         record = outcome.record

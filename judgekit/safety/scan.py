@@ -28,7 +28,7 @@ from judgekit.run.record import ProjectState, new_run_id, project_state
 from judgekit.safety.findings import SIGNAL_TITLES, SIGNALS, Finding
 from judgekit.safety.risks import RiskRegister, RiskState, confine_risks, load_risks
 from judgekit.rubric import Rubric
-from judgekit.safety.judged import ADVISORY, InjectionJudge, Question
+from judgekit.safety.judged import InjectionJudge, Question
 from judgekit.safety.signals import Detectors, Scanned, masked
 from judgekit.trajectory import Trajectory
 from judgekit.suite import LoadedSuite
@@ -115,7 +115,8 @@ class SafetyReport(BaseModel):
                                      "(they waive nothing; they stop shipping until fixed).")
     risks: list[RiskState] = Field(default_factory=list, description="Every residual-risk record and its state today.")
     residual_risk: ResidualRisk
-    judge: str | None = Field(None, description="The judge-based injection detector that ran (advisory), if any.")
+    judge: str | None = Field(None, description="The judge-based injection detector that ran, if any, and whether its "
+                              "findings stop shipping (approved by calibration) or only advise, and why.")
     limits: str = LIMITS
 
 
@@ -212,7 +213,7 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
     decisions = [_decide(signal, findings, used) for signal in SIGNALS]
     problems = [masked(p, 400) for p in register.problems]
     stop = any(d.stop_ship for d in decisions) or bool(problems)
-    deferred = _deferred(notes, findings, used, judge.name if judge else None, asked)
+    deferred = _deferred(notes, findings, used, judge, asked)
     summary = _summary(stop, decisions, findings, count, problems)
     suite_settings = loaded.suite.model_dump(mode="json")
     report = SafetyReport(
@@ -231,7 +232,8 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
         risk_problems=problems,
         risks=register.summary(today, within_days=EXPIRY_WARNING_DAYS),
         residual_risk=ResidualRisk(owner=masked(owner, 200), date=today, summary=summary, deferred=deferred),
-        judge=judge.name if judge else None,
+        judge=(f"{judge.name}: {judge.advisory or 'approved by calibration, its findings stop shipping'}"
+               if judge else None),
     )
     # Every other text masked too, the suite's and the records' included (the record is written
     # as is): each string on its own, so the JSON stays JSON. The findings were masked as they
@@ -288,17 +290,18 @@ def _judge_window(judge: InjectionJudge, detectors: Detectors, window, asked: li
         if answer is None:
             asked[1] += 1
         elif answer.instruction_found and answer.instruction.strip():
-            detectors.follow_judged(trajectory, rubric, source, answer.instruction, judge.name, ADVISORY, scanned)
+            detectors.follow_judged(trajectory, rubric, source, answer.instruction, judge.name, judge.advisory, scanned)
 
 
-def _deferred(notes: list[str], findings: list[ScanFinding], used: dict, judge: str | None,
+def _deferred(notes: list[str], findings: list[ScanFinding], used: dict, judge: InjectionJudge | None,
               asked: list[int]) -> list[str]:
     if judge is None:
         unknown = ("untrusted text the patterns do not know (paraphrased or encoded instructions, multi-step chains): "
                    "no judge-based detector ran (set safety.judge), so nobody read it; review a sample by hand")
     else:
-        unknown = (f"untrusted text the patterns do not know was read by {judge}: {asked[0]} source(s) asked, "
-                   f"{asked[1]} without a valid answer; what it found is {ADVISORY}")
+        status = (judge.advisory or f"approved, so its findings stop shipping ({judge.certificate})")
+        unknown = (f"untrusted text the patterns do not know was read by {judge.name}: {asked[0]} source(s) asked, "
+                   f"{asked[1]} without a valid answer; what it found is {status}")
     deferred = [unknown]
     if notes:
         deferred.append(f"{len(notes)} note(s): instructions seen but not followed, or SQL shapes from trusted text; "
