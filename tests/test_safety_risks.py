@@ -611,6 +611,13 @@ def test_waivers_outside_the_suite_folder_tree_are_refused_naming_the_suite(tmp_
     assert not out.exists()  # nothing measured, nothing written
 
 
+def test_a_nul_in_the_risks_path_is_exit_2_from_the_command(tmp_path):
+    suite = safety_suite(tmp_path)
+    set_risks(suite, "ri\0sks")
+    result = safety_cli(suite)
+    assert result.exit_code == 2 and "a path with a NUL character cannot be" in result.output, result.output
+
+
 @pytest.mark.parametrize(
     ("layout", "exit_code"),
     [

@@ -40,9 +40,11 @@ def safety(suite_path: Path, out, junit, markdown, html, history_path, record, a
     followed as an instruction, secrets exposed, SQL built from untrusted text. A finding is
     waived only by a valid residual-risk record (safety/risks/*.yaml: owner, date, expiry,
     rollback). Prints the decision table; exits 4 when a stop-ship signal is open, 0 when none
-    is. With `safety.judge` set, a judge also reads the untrusted text no pattern flagged; it
-    is not calibrated, so what it finds is advisory. Automated checks catch known patterns; new
-    chains and policy judgement still need review.
+    is. With `safety.judge` set, a judge also reads the untrusted text no pattern flagged; what
+    it finds stops shipping only when the judge is approved by calibration on labelled sources
+    (`judgekit calibrate SUITE --labels calibration/safety-injection/labels.jsonl`), and is
+    advisory otherwise. Automated checks catch known patterns; new chains and policy judgement
+    still need review.
     """
     from judgekit.cli._out import say
     from judgekit.history import History, history_files
@@ -52,7 +54,11 @@ def safety(suite_path: Path, out, junit, markdown, html, history_path, record, a
 
     loaded = load_suite(suite_path)
     # Every input of the scan: the suite's files, its residual-risk records, the history.
-    risks = loaded.resolve(loaded.suite.safety.risks) if loaded.suite.safety is not None else None
+    risks = None
+    if loaded.suite.safety is not None:
+        from judgekit.safety.risks import confine_risks
+
+        risks = confine_risks(loaded.base_dir / loaded.suite.safety.risks, loaded.path)  # refused before any read
     try:
         records = sorted(risks.iterdir()) if risks is not None and risks.is_dir() else []
     except OSError:
