@@ -44,9 +44,12 @@ class ConfirmationRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    yes: str = Field(DEFAULT_YES, description="A user turn, or a confirmation tool's answer, that says yes "
-                     "(regular expression, case-insensitive, searched from the start).")
-    no: str = Field(DEFAULT_NO, description="One that says no: it withdraws every confirmation given before it.")
+    yes: str = Field(DEFAULT_YES, description="More ways a user turn, or a confirmation tool's answer, says yes "
+                     "(regular expression, case-insensitive, searched in the normalised text), on top of the "
+                     "built-in reading; a yes counts only when the turn holds no refusal, negation, hedge, "
+                     "sarcasm or other action.")
+    no: str = Field(DEFAULT_NO, description="More ways one says no (searched the same way; a match anywhere is a "
+                    "no): it withdraws every confirmation given before it.")
     # A user's yes confirms the destructive calls until the user speaks again (the step the
     # agent proposed may be several calls); a confirmation tool's yes confirms one call.
     action_arg: str = Field(
