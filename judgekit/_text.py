@@ -9,13 +9,16 @@ reports (HTML, Markdown, JUnit) show a record's text through ``printable`` too: 
 is never shown raw, and one visible form of it (``\\u202e``) wherever judgekit writes.
 
 Secrets: the API keys judgekit reads from the environment are registered here
-(``register_secret``) and ``redact`` masks them, and common key shapes, in every text judgekit
-writes: run records, reports, the cache, the history, calibration files, the terminal. A server
-that echoes the key in an error body cannot get it written anywhere. Then it masks what
-detect-secrets' detectors find (``judgekit.safety.secrets``: API keys and tokens, private keys,
-passwords, high-entropy strings) as ``[SECRET <kind> sha256:<8 hex>]``, so a secret an agent
-leaked in its output, a call or its world is not copied into judgekit's files either. Text with
-no candidate for it (no long key-like token, no password word) costs one regex scan.
+(``register_secret``) and ``redact`` masks them as ``[REDACTED]`` in every text judgekit writes:
+run records, reports, the cache, the history, calibration files, the terminal. A server that
+echoes the key in an error body cannot get it written anywhere. Then it masks every secret
+``judgekit.safety.secrets.find_secrets`` finds, as ``[SECRET <kind> sha256:<8 hex>]``: what
+detect-secrets' detectors find (API keys and tokens, private keys, passwords, high-entropy
+strings) and every key shape of the catalogue (``judgekit._secret_shapes``: Anthropic, OpenAI,
+Google, Hugging Face, an echoed Bearer header, ...). So a secret an agent leaked in its output,
+a call or its world is not copied into judgekit's files either, and what is masked here is what
+the safety scan reports, under the same name. Text with no candidate for it (no long key-like
+token, no password word) costs one pass over its characters.
 """
 
 from __future__ import annotations
@@ -60,19 +63,6 @@ def json_text(text: str) -> str:
 
 # --- secrets -----------------------------------------------------------------------------------
 
-# Each shape starts a word: "disk-usage-monitoring-dashboard" holds "sk-" plus 20 characters,
-# and is no key.
-_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:"
-    r"sk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic
-    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"  # GitHub
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|AIza[0-9A-Za-z_-]{35}"  # Google
-    r")|(?<=Bearer )[A-Za-z0-9._~+/-]{16,}=*"  # an Authorization header, echoed
-)
-# What every shape above holds: most text has none of it, and is not scanned (the scan is slow).
-_SHAPE_HINT = re.compile(r"sk-|AKIA|gh[pousr]_|github_pat_|xox[abprs]-|AIza|Bearer ")
 _secrets: set[str] = set()
 _lock = threading.Lock()
 _mask_secrets = None
@@ -88,12 +78,13 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret and every common key shape replaced by MASK, and
-    every secret detect-secrets finds by its own mask (``judgekit.safety.secrets.mask_secrets``)."""
+    """``text`` with every registered secret replaced by MASK, then every secret ``find_secrets``
+    finds (detect-secrets' detectors and the catalogue's shapes, ``judgekit._secret_shapes``) by
+    its own mask, ``[SECRET <kind> sha256:<8 hex>]`` (``judgekit.safety.secrets.mask_secrets``)."""
     global _mask_secrets
     for secret in sorted(_secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
     if _mask_secrets is None:  # imported here: light, and detect-secrets itself loads on a candidate only
         from judgekit.safety.secrets import mask_secrets as _mask_secrets
-    return _mask_secrets(_SHAPES.sub(MASK, text) if _SHAPE_HINT.search(text) else text)
+    return _mask_secrets(text)

@@ -344,7 +344,11 @@ MISSES = [
     pytest.param(f"token {STRIPE[::-1]}", id="reversed"),
     pytest.param(f'"{HEX_NAMED}"', id="digest_shaped_hex_no_word_names"),
     pytest.param('"Xq+vNmZ/kLpRtWsYuBcFhJgDeAQoIiUy"', id="random_without_a_digit"),
-    pytest.param("hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345", id="custom_format_unquoted_hugging_face"),
+    pytest.param("hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345", id="hugging_face_token_with_digits_unquoted"),
+    pytest.param("xai-" + "Zk3Pq8Lm2Xv7Rt5Yw1Nc4Bd6Qa9Fe0HgZk3Pq8Lm2Xv7Rt5Yw1Nc4Bd6Qa9Fe0HgZk3Pq8Lm2Xv7Rt5Yw1Nc",
+                 id="format_no_one_knows_unquoted_xai"),
+    pytest.param(f"and the other half: {AWS_SECRET}", id="aws_secret_neither_named_nor_after_its_id"),
+    pytest.param("GET /v1?q=1%26key%3DAIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", id="percent_encoded_in_a_url"),
     pytest.param('"Xq8vN2mZ4kL7pR1tW9s"', id="quoted_random_under_25_characters"),
     pytest.param(json.dumps([in_json_in_json(f'password = "{PASSWORD}"')]), id="json_nested_three_deep"),
 ]
@@ -355,25 +359,33 @@ def test_known_misses(text):
     assert find_secrets(text) == []
 
 
-def test_google_and_anthropic_keys_have_no_detector_but_redact_still_masks_them():
+def test_google_and_anthropic_keys_are_found_by_the_catalogue_and_masked_as_they_are_reported():
+    """detect-secrets has no detector for them; the catalogue of shapes (``judgekit._secret_shapes``)
+    has, and what redact masks is what the scan reports (see tests/test_secret_shapes.py)."""
     google = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
     anthropic = "sk-ant-api03-" + "Zk3Pq8Lm2Xv7Rt5Yw1Nc4Bd6Qa9Fe0Hg"
-    for key in (google, anthropic):
-        assert find_secrets(f"key {key} here") == []  # unquoted: no detect-secrets detector
-        assert [h.kind for h in find_secrets(in_json(key))] == ["Base64 High Entropy String"]  # quoted: entropy
-        assert redact(f"key {key} here") == f"key {MASK} here"  # judgekit's own shapes
+    for key, kind in ((google, "Google API Key"), (anthropic, "Anthropic API Key")):
+        assert [h.kind for h in find_secrets(f"key {key} here")] == [kind]  # unquoted: the shape
+        assert [h.kind for h in find_secrets(in_json(key))] == [kind]  # quoted: the shape, over the entropy finding
+        assert redact(f"key {key} here") == f"key {mask_secret(key, kind)} here"
 
 
-# --- redact keeps its old behaviour -----------------------------------------------------------
+# --- redact: registered secrets, then what find_secrets finds ---------------------------------
 
 
-def test_redact_still_masks_registered_secrets_and_key_shapes_as_before(monkeypatch):
+def test_redact_masks_registered_secrets_as_redacted_and_key_shapes_as_the_scan_names_them(monkeypatch):
     monkeypatch.setattr(_text, "_secrets", set())
     register_secret("judge-key-" + "x7Rt5Yw1")
     assert redact("the judge key judge-key-x7Rt5Yw1 leaked") == f"the judge key {MASK} leaked"
     key = "sk-test-" + "Zk3Pq8Lm2Xv7Rt5Yw1Nc4Bd6Qa9Fe0Hg"
+    register_secret(key)  # a run's own key, echoed: [REDACTED], as before
     assert redact(f"Incorrect API key provided: {key}") == f"Incorrect API key provided: {MASK}"
-    assert redact(f"Bearer {'Q7fz' * 6}") == f"Bearer {MASK}"
+    monkeypatch.setattr(_text, "_secrets", set())  # an sk- key judgekit was not given: by its shape
+    assert redact(f"Incorrect API key provided: {key}") == (
+        f"Incorrect API key provided: {mask_secret(key, 'API Key (sk- prefix)')}")
+    token = "Q7fzKp2Lm9Xv4Rt5Yw1Nc8Bd"
+    assert redact(f"Authorization: Bearer {token}") == f"Authorization: Bearer {mask_secret(token, 'Bearer Token')}"
+    assert redact(f"Bearer {'Q7fz' * 6}") == f"Bearer {'Q7fz' * 6}"  # four characters over and over: an example
     assert redact("the disk-usage-monitoring-dashboard says") == "the disk-usage-monitoring-dashboard says"
 
 
@@ -590,7 +602,8 @@ def test_the_planted_secrets_reached_the_writers_and_were_masked_there(planted):
     text = (tmp / "run.jsonl").read_text(encoding="utf-8")
     by_id = {r["trajectory_id"]: r for r in record["results"]}
     claims = [c["claim"] for c in by_id["in-output"]["axes"]["faithfulness"]["claims"]]
-    assert any(claim.startswith(f"Stored {MASK} for you") for claim in claims), claims  # AWS: judgekit's shape
+    assert any(claim.startswith(f"Stored {mask_secret(AWS_KEY_ID, 'AWS Access Key')} for you")
+               for claim in claims), claims
     reasons = " ".join(c["reason"] for c in by_id["in-world"]["axes"]["task_success"]["checks"])
     assert "email is \"[SECRET Base64 High Entropy String sha256:" in reasons, reasons
     assert "[SECRET Secret Keyword sha256:" in text or "[SECRET Twilio API Key" in text or "[SECRET" in text

@@ -1,4 +1,5 @@
-"""Secrets in text, found by Yelp's detect-secrets detectors and masked with a short hash.
+"""Secrets in text, found by Yelp's detect-secrets detectors and judgekit's catalogue of key
+shapes, and masked with a short hash.
 
 ``find_secrets`` runs detect-secrets' own detectors (``detect_secrets.plugins``, 26 of its 27:
 patterns for AWS, GitHub, GitLab, Slack, Stripe, SendGrid, Twilio, OpenAI, JWT, private keys,
@@ -8,15 +9,23 @@ and Hex entropy detectors at their default limits, 4.5 and 3.0) and the library'
 filters that read text (sequential strings, UUIDs, ``{templated}`` and ``$VARIABLE`` values,
 indirect references such as ``get_password()``, ``..._id`` fields, values without a letter; not
 its allowlist comment: the text is hostile). Its "Public IP" detector is left out: an address is
-no secret, and endpoints are in every record.
+no secret, and endpoints are in every record. Then every match of a shape in
+``judgekit._secret_shapes`` (Anthropic, OpenAI project and admin keys, other ``sk-`` keys, Google
+API keys, Hugging Face, GitHub fine-grained tokens, Slack app tokens, npm tokens, an AWS secret
+access key by its key id or its name, a Bearer header and the rest of that list), the one
+catalogue ``judgekit._text.redact`` masks by too: whatever judgekit masks, this reports. Where a
+detector and a shape name the same stretch, the detector's kind stays (detect-secrets' ``OpenAI
+Token`` for a key both find); over an entropy finding, the shape's kind wins (``Google API Key``,
+not ``Base64 High Entropy String``).
 
 Why not ``scan_line``: it runs the entropy detectors on unquoted words too (every word fires) and
 costs ~390 µs a line. How it is used instead:
 
 - a cheap prefilter finds candidates (a run of 16+ key-like characters holding a letter and a
   digit, a word of the keyword detector's list, a ``BEGIN``/``END ... PRIVATE KEY`` line,
-  ``://user:pass@``); text without one never reaches detect-secrets, which is imported on the
-  first candidate. The detectors run on a window around each candidate, not on the whole text;
+  ``://user:pass@``, a shape's prefix near a run of 16+ key-like characters); text without one
+  never reaches detect-secrets, which is imported on the first candidate. The detectors run on
+  a window around each candidate, not on the whole text; the shapes on the whole text;
 - the detectors' patterns and ``analyze_string`` are called, never ``analyze_line``: that one
   reads the process-wide settings (which ``transient_settings`` swaps, unlocked) and may call a
   detector's ``verify``, a network request. The entropy limit is checked with the detector's own
@@ -44,11 +53,13 @@ Measured misses (``tests/test_safety_secrets.py::test_known_misses``): a short s
 keyword ("my pin is 4411"); an unquoted password of letters only (``password: Sunshine``); a
 keyword value under 6 characters; a quoted passphrase with spaces; a secret split across lines,
 reversed or encoded (base64 of a key); a 40/64-hex secret no secret word names; a random string
-without a digit; formats detect-secrets has no detector for (Hugging Face ``hf_...``, Google
-``AIza...``, Anthropic ``sk-ant-...``) unless quoted and random enough for the entropy detector
-(``judgekit._text`` masks the last two by shape anyway); a quoted random string under ~25
-characters (its entropy stays under 4.5); JSON nested three strings deep; a secret cut by
-someone else before judgekit saw it (a judge quoting half a key).
+without a digit; a key format neither detect-secrets nor the catalogue knows, unquoted (xAI's
+``xai-``, Perplexity's ``pplx-``, Stripe's test keys by design), unless quoted and random enough
+for the entropy detector; a Hugging Face token with digits in it or fewer than 8 capitals (the
+shape is secretlint's: 34 letters); an AWS secret access key neither named nor within two lines
+after its key id; a quoted random string under ~25 characters (its entropy stays under 4.5);
+JSON nested three strings deep; a key percent-encoded in a URL (``%3D`` before it is a word's
+end); a secret cut by someone else before judgekit saw it (a judge quoting half a key).
 
 The mask, ``[SECRET AWS Access Key sha256:1a2b3c4d]``, names the detector and the first 8 hex
 digits of the value's sha256, so two findings can be told apart without showing either. For a
@@ -64,6 +75,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from judgekit._secret_shapes import find_shapes, may_hold_a_shape
 
 # The prefilter: a candidate is a run of 16+ key-like characters, a word of the keyword
 # detector's list (api_key, password, secret, ...), a PEM header, or URL credentials.
@@ -110,7 +123,8 @@ _ESCAPE_LEVELS = 2
 _DELIMITERS = " \t\r\n\"'=:"
 _SPACE = re.compile(r"\s")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9+/=_.-]*")
-_ENTROPY_KINDS = {"Base64 High Entropy String", "Hex High Entropy String"}
+ENTROPY_KINDS = frozenset({"Base64 High Entropy String", "Hex High Entropy String"})
+"""Kinds found by randomness alone: an identifier can be as random as a key."""
 _NOT_SECRETS = {"Public IP (ipv4)"}
 # Detectors whose patterns are assignments (`ibm_cloud_iam_key = ...`): run where such a word is.
 _NEEDS_WORD = {"Cloudant Credentials", "IBM Cloud IAM Key", "IBM COS HMAC Credentials", "SoftLayer Credentials"}
@@ -205,6 +219,14 @@ def find_secrets(text: str) -> list[SecretHit]:
                 at = view.find(value, at + len(value))
     if "-----END" in view:
         spans += [(start, end, _SPECIFIC, "Private Key") for start, end in _pem_tails(view)]
+    # The catalogue's shapes last: where a detector named the same stretch, its kind stays.
+    for shape, start, end in find_shapes(view):
+        spans.append((start, end, _SPECIFIC, shape.kind))
+        value = view[start:end]
+        at = view.find(value)
+        while at >= 0:  # the same key anywhere else in the text (inside a longer word too)
+            spans.append((at, at + len(value), _SPECIFIC, shape.kind))
+            at = view.find(value, at + len(value))
     merged = _merged(spans)
     return _hits(text, view, merged, _shifts(readings) if merged else [])
 
@@ -222,8 +244,9 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
 
 
 def _has_candidate(text: str) -> bool:
-    """Whether ``text`` holds any candidate: what most text costs (a few microseconds)."""
-    return any(next(found, None) is not None for found in (_tokens(text), _words(text), _pems(text), _urls(text)))
+    """Whether ``text`` holds any candidate or a shape's prefix: what most text costs (a few microseconds)."""
+    return (any(next(found, None) is not None for found in (_tokens(text), _words(text), _pems(text), _urls(text)))
+            or may_hold_a_shape(text))
 
 
 def _words(text: str) -> Iterator[tuple[int, int]]:
@@ -445,7 +468,8 @@ def _load() -> _Detectors:
 
 
 def detector_kinds() -> list[str]:
-    """Every detect-secrets type name that ``find_secrets`` can report."""
+    """Every detect-secrets type name that ``find_secrets`` can report (the catalogue's kinds:
+    ``judgekit._secret_shapes.kinds``)."""
     return list(_load().kinds)
 
 
@@ -474,7 +498,7 @@ def _spans(view: str, kind: str, value: str, start: int, end: int, at: int | Non
             block = _PEM_BLOCK.match(view, first)
             last = block.end() if block else _pem_body_end(view, last)
         else:
-            if kind not in _ENTROPY_KINDS and kind != "Secret Keyword" and kind != "Basic Auth Credentials":
+            if kind not in ENTROPY_KINDS and kind != "Secret Keyword" and kind != "Basic Auth Credentials":
                 space = _SPACE.search(view, first, last)  # npm's pattern runs to the end of the line
                 last = last if space is None else space.start()
                 # to the end of the token it starts (the JWT's signature, a longer key)
