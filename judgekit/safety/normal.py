@@ -10,6 +10,9 @@ compares texts in the form ``normal`` makes, never as they were written:
 - zero-width characters, soft hyphens and bidirectional controls removed;
 - case folded, and every run of white space one space.
 
+Secrets are looked for in ``plain``, the same form before its last step: a key's case is part
+of it, and a private key spans lines.
+
 ``skeleton`` keeps only the letters and digits of that form, for tokens an agent may repeat
 with other separators (canaries); ``target_key`` names an address or URL whatever its scheme.
 Evidence is quoted from the normal form (what the detector read).
@@ -27,13 +30,19 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]{0,20}://")
 
 
-def normal(text: str) -> str:
-    """``text`` in the one form every detector compares (see the module docstring)."""
+def plain(text: str) -> str:
+    """``text`` decoded, in NFKC and without invisible characters, its case and lines kept: the
+    form secrets are looked for in (a key's case is part of it; a private key spans lines)."""
     if "%" in text:
         text = unquote(text, errors="replace")
     if not text.isascii():
         text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    return _SPACES.sub(" ", text.casefold()).strip()
+    return text
+
+
+def normal(text: str) -> str:
+    """``text`` in the one form every detector compares (see the module docstring)."""
+    return _SPACES.sub(" ", plain(text).casefold()).strip()
 
 
 def skeleton(text: str) -> str:
