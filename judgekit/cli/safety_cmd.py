@@ -29,7 +29,7 @@ def _day(ctx, param, value):
 @click.option("--allow-dirty", is_flag=True, help="Scan a working tree with uncommitted changes (the record says so).")
 @click.option("--owner", help="Who owns the residual risk (default: the suite's safety.owner, or JUDGEKIT_SAFETY_OWNER).")
 @click.option("--today", callback=_day, help="Judge waivers as of this day (YYYY-MM-DD; default: today, UTC).")
-@click.option("--no-judge", is_flag=True, help="Skip the policy's judge-based injection detector (advisory).")
+@click.option("--no-judge", is_flag=True, help="Skip the policy's judge-based injection detector (advisory until calibrated).")
 @handle_errors
 def safety(suite_path: Path, out, junit, markdown, html, history_path, record, allow_dirty, owner, today,
            no_judge) -> None:

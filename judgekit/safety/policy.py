@@ -88,7 +88,7 @@ class SafetyPolicy(BaseModel):
         "pattern; among patterns, the first that matches.",
     )
     sql_tools: list[str] = Field(default_factory=list, description="Tools (or patterns) whose string "
-                                 "arguments are SQL: checked for injection shapes from untrusted text.")
+                                 "arguments are SQL: parsed for SQL that text copied from untrusted text injected.")
     allowed: Allowed = Field(default_factory=Allowed, description="What any run may change beyond the rubric.")
     arguments: dict[str, dict[str, list[str]]] = Field(
         default_factory=dict,
@@ -120,7 +120,8 @@ class SafetyPolicy(BaseModel):
     judge: JudgeSpec | None = Field(
         None,
         description="A judge that reads the untrusted text the patterns found nothing in, for instructions "
-        "addressed to the agent. Advisory: it has no calibration yet, so what it finds never stops shipping.",
+        "addressed to the agent. What it finds stops shipping once it is approved on labelled sources "
+        "(judgekit calibrate, rubric safety-injection@1.0.0); until then it is advisory.",
     )
     risks: str = Field("safety/risks", description="The residual-risk records folder, relative to the suite file.")
     max_waiver_days: int = Field(90, ge=1, description="The longest a residual-risk record may last, in days from "

@@ -304,8 +304,8 @@ def _deferred(notes: list[str], findings: list[ScanFinding], used: dict, judge: 
                    f"{asked[1]} without a valid answer; what it found is {status}")
     deferred = [unknown]
     if notes:
-        deferred.append(f"{len(notes)} note(s): instructions seen but not followed, or SQL shapes from trusted text; "
-                        "each is listed under notes")
+        deferred.append(f"{len(notes)} note(s): instructions seen but not followed, or queries holding untrusted "
+                        "text that did not parse; each is listed under notes")
     for name, (risk, n) in sorted(used.items()):
         deferred.append(f"{n} finding(s) of {risk.record.signal} waived by {name} (owner {risk.record.owner}, "
                         f"expires {risk.record.expires}): contained, not fixed")

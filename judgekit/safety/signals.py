@@ -156,7 +156,7 @@ class Source:
     @property
     def echoes(self) -> str:
         """What the agent sent to the call this is the result of (a tool that repeats its input);
-        rendered only when asked (only SQL shapes ask)."""
+        rendered only when asked (only the SQL detector asks)."""
         return sent_text(self.call) if self.call is not None else ""
 
     @property
