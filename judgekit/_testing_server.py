@@ -1,8 +1,8 @@
 """The scripted OpenAI-compatible HTTP server behind ``judgekit.testing``.
 
 A ``socketserver`` thread per connection (HTTP/1.1, keep-alive, Content-Length), bound to
-127.0.0.1 only. Stopping closes every open connection, wakes delayed replies and joins every
-thread, so nothing lingers.
+127.0.0.1 only. Stopping closes every open connection, wakes delayed and held replies and joins
+every thread, so nothing lingers.
 """
 
 from __future__ import annotations
@@ -209,7 +209,9 @@ class _Handler(BaseHTTPRequestHandler):
         scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
         rendered, delay = owner._answer(request, api_key=key if scheme.lower() == "bearer" else None)
         try:
-            if delay > 0 and owner._stopping.wait(delay):
+            held = not owner._released.is_set()
+            owner._released.wait()  # hold(): in flight until release(), or stop()
+            if (held and owner._stopping.is_set()) or (delay > 0 and owner._stopping.wait(delay)):
                 rendered = Rendered(status=0, body=None)  # stopping: drop what still waits
             if rendered.body is None:
                 self.close_connection = True
@@ -248,7 +250,10 @@ class ScriptedOpenAIServer:
         self.models = tuple(models)
         self._port = port
         self._lock = threading.Lock()
+        self._in_flight_changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
+        self._released = threading.Event()
+        self._released.set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[Any] = set()
@@ -282,6 +287,7 @@ class ScriptedOpenAIServer:
         if httpd is None or thread is None:
             return
         self._stopping.set()
+        self._released.set()  # wakes held replies, which are then dropped
         httpd.shutdown()  # returns once serve_forever has stopped accepting
         thread.join(timeout_s)
         with self._lock:
@@ -353,6 +359,32 @@ class ScriptedOpenAIServer:
         with self._lock:
             return self._max_in_flight
 
+    @property
+    def in_flight(self) -> int:
+        """Chat-completions requests received and not yet answered (held ones included)."""
+        with self._lock:
+            return self._in_flight
+
+    def wait_for_in_flight(self, n: int, timeout_s: float) -> bool:
+        """Block until ``n`` requests are in flight at once; False if ``timeout_s`` passes first.
+
+        With ``hold()``, this proves concurrency without timing: ``n`` clients that the server
+        (or the client library) queued never get there."""
+        with self._in_flight_changed:
+            return self._in_flight_changed.wait_for(lambda: self._in_flight >= n, timeout_s)
+
+    # --- holding replies ----------------------------------------------------------------------
+
+    def hold(self) -> None:
+        """Keep every chat-completions request in flight, unanswered, until ``release()``
+        (``stop()`` releases them too, dropping their replies). Requests are still recorded
+        and counted on arrival."""
+        self._released.clear()
+
+    def release(self) -> None:
+        """Answer the held requests (each still waits out its delay) and stop holding."""
+        self._released.set()
+
     def stats(self) -> dict[str, Any]:
         """What ``GET /_judgekit/stats`` answers."""
         with self._lock:
@@ -397,6 +429,7 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            self._in_flight_changed.notify_all()
             n = len(self._requests)
             self._requests.append(request)
             try:

@@ -52,7 +52,13 @@ script that cannot answer (list exhausted, function raised) gets HTTP 500 and is
 What was received: ``server.request_count`` (chat-completions requests, total),
 ``server.request_count_by_kind`` (per reply kind, plus ``bad_request`` / ``script_error``),
 ``server.requests`` (the parsed JSON bodies), ``server.max_in_flight`` (most requests held at
-once: 32 means 32 concurrent clients were not queued) and ``server.reset()``.
+once: 32 means 32 concurrent clients were not queued), ``server.in_flight`` and
+``server.reset()``.
+
+Concurrency without timing: ``server.hold()`` keeps every request in flight, unanswered, until
+``server.release()``; ``server.wait_for_in_flight(n, timeout_s)`` returns True once ``n`` are
+in flight at once (False when the limit passes: they were queued somewhere). ``stop()``
+releases held requests and drops their replies.
 
 Lifecycle: a context manager, or ``start()`` / ``stop()``. Stopping closes keep-alive
 connections, drops replies still waiting out a delay and joins every thread.

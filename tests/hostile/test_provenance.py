@@ -43,7 +43,10 @@ from judgekit.testing import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "openai/scripted-judge-2024-08-06"
-ALARM_S = 20
+# Only a hang trips these limits: a child process pays litellm's import (about 6 s of CPU), scipy's
+# and six judgekit commands, ~10 s alone and two to three times that on a loaded runner (it waits
+# on nothing: no retry, no sleep, loopback only); the first case in this process pays the import too.
+ALARM_S = 120
 LABELS = {json.loads(line)["trajectory_id"]: json.loads(line)["score"]
           for line in (ROOT / "calibration/update-email/labels.jsonl").read_text().splitlines()}
 OUTPUTS = {json.loads(line)["output"]: json.loads(line)["id"]
@@ -266,7 +269,7 @@ def test_an_echoed_api_key_is_in_nothing_judgekit_writes_or_prints(project):
         ]
         env = {**os.environ, KEY_ENV: key, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "JUDGEKIT_DEBUG": ""}
         done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(commands), str(project / "codes.json")],
-                              cwd=project, env=env, capture_output=True, timeout=ALARM_S - 2, check=False)
+                              cwd=project, env=env, capture_output=True, timeout=ALARM_S - 10, check=False)
         kinds = {echo_kind(request) for request in server.requests}
     assert done.returncode == 0, done.stderr.decode()
     codes = json.loads((project / "codes.json").read_text())
