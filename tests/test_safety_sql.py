@@ -64,7 +64,7 @@ CASES = [
     case("UPDATE customers SET bio = '{}' WHERE id = 7", "hi', is_admin = 1, bio = 'x", "condition",
          "owasp_extra_assignment"),
     case(BY_NAME, "' OR EXISTS(SELECT 1 FROM admins) --", "subquery", "owasp_exists_subquery"),
-    case(BY_NAME, "' AND extractvalue(1, concat(0x7e, version())) --", "comment", "owasp_error_based"),
+    case(BY_NAME, "' AND extractvalue(1, concat(0x7e, version())) --", "condition", "owasp_error_based"),
     case("SELECT * FROM customers ORDER BY {}", "name; DROP TABLE customers", "stacked-query",
          "owasp_order_by_stacked"),
     case(BY_NAME, "' || version() || '", "expression", "owasp_concat_call"),

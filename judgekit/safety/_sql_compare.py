@@ -19,8 +19,11 @@ _CONSTANT_NODES = 256
 """A larger comparison is not read as constant: the test walks it, and comparisons nest."""
 
 
-def compare(real: list[exp.Expression], neutral: list[exp.Expression], dialect: str) -> list[tuple[str, str]]:
-    """Kinds the real statements have more of than the neutralised ones."""
+def compare(real: list[exp.Expression], neutral: list[exp.Expression], dialect: str,
+            breaks_quotes: bool = False) -> list[tuple[str, str]]:
+    """Kinds the real statements have more of than the neutralised ones. A new condition that
+    only narrows (``_narrows``) is no finding unless the stretch ``breaks_quotes``: text that
+    closes a quote to add a condition is an injection (a blind probe: ``' AND password LIKE 'a%``)."""
     r, n = _Features(real, dialect), _Features(neutral, dialect)
     found: list[tuple[str, str]] = []
     if len(real) > len(neutral):
@@ -35,7 +38,8 @@ def compare(real: list[exp.Expression], neutral: list[exp.Expression], dialect: 
     if len(r.constant) > len(n.constant):
         found.append(("tautology", f"the untrusted text adds a condition that is always true or false: "
                                    f"{r.new(r.constant, n, n.constant)}"))
-    if len(r.conditions) > len(n.conditions) and not all(map(_narrows, r.unmatched(r.conditions, n.conditions))):
+    if len(r.conditions) > len(n.conditions) and (
+            breaks_quotes or not all(map(_narrows, r.unmatched(r.conditions, n.conditions)))):
         connectives = [c for c in r.conditions if isinstance(c, (exp.Connector, exp.Not))]
         found.append(("condition", "the untrusted text adds a condition: "
                                    f"{r.new(connectives + r.conditions, n, n.conditions, several=True)}"))
@@ -118,18 +122,25 @@ class _Features:
 
 def _narrows(node: exp.Expression) -> bool:
     """Whether ``node`` (a new condition) can only narrow what the query reads or changes: a
-    comparison or an AND joined by ANDs alone (parentheses aside) to a WHERE or HAVING. A
-    filter copied from a ticket (``AND status = 'open'``) is one; OR, NOT, an assignment in SET
-    and a condition in a select list are not."""
-    if not isinstance(node, (exp.And, exp.Predicate)):
+    comparison or an AND joined by ANDs alone (parentheses aside) to a WHERE or HAVING, or any
+    condition inside parentheses that are ANDed there. A filter copied from a ticket (``AND
+    status = 'open'``, ``AND (status = 'open' OR status = 'pending')``) is one; an OR or NOT at
+    the top of the WHERE, an assignment in SET and a condition in a select list are not."""
+    if not isinstance(node, (exp.And, exp.Or, exp.Not, exp.Predicate)):
         return False
-    while node.parent is not None:
-        node = node.parent
-        if isinstance(node, (exp.Where, exp.Having)):
-            return True
-        if not isinstance(node, (exp.And, exp.Paren)):
-            return False
-    return False
+    above: list[exp.Expression] = []  # the node's ancestors below the WHERE, nearest first
+    top = node
+    while top.parent is not None and not isinstance(top.parent, (exp.Where, exp.Having)):
+        top = top.parent
+        above.append(top)
+    if top.parent is None:
+        return False
+    plain = True  # every ancestor from the WHERE down to here is an AND or parentheses
+    for ancestor in reversed(above):
+        if plain and isinstance(ancestor, exp.Paren) and isinstance(ancestor.parent, exp.And):
+            return True  # inside parentheses ANDed to the rest: (a OR b) AND c only narrows c
+        plain = plain and isinstance(ancestor, (exp.And, exp.Paren))
+    return plain and isinstance(node, (exp.And, exp.Predicate))
 
 
 def _constant(node: exp.Expression) -> bool:

@@ -127,6 +127,25 @@ def within_one_token(tokens: list[Token], span: tuple[int, int]) -> bool:
     return end <= token.end + 1 and token.text.lower() not in TIME_DELAY | COMMANDS
 
 
+def breaks_quotes(sql: str, tokens: list[Token], span: tuple[int, int]) -> bool:
+    """Whether the stretch starts or ends inside a quoted token (a string literal, a quoted
+    name) of the query and is not wholly inside it: it closed a quote the template opened, or
+    opened one the template closes (``Bo Chen' AND password LIKE 'a%``)."""
+    start, last = span[0], span[1] - 1
+    for token in tokens:
+        if token.start > last:
+            break
+        quoted = "STRING" in token.token_type.name or (token.token_type == TokenType.IDENTIFIER
+                                                       and sql[token.start:token.start + 1] in "\"`[")
+        if not quoted or token.end < start:
+            continue
+        inside_start = token.start < start <= token.end
+        inside_end = token.start <= last < token.end
+        if (inside_start or inside_end) and not (inside_start and inside_end):
+            return True
+    return False
+
+
 def depth(tokens: list[Token]) -> int:
     depth = deepest = 0
     for token in tokens:

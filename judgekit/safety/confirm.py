@@ -9,7 +9,8 @@
    Cyrillic or Greek letters that look Latin reads as the Latin word ("nо" with a Cyrillic о).
 2. Read the words left to right, the longest listed phrase first, so that an idiom is one
    unit: "no problem", "not a problem", "why not", "no objection" say yes; "not sure" and
-   "I don't know" hedge; "why don't you" and "make sure" say nothing. Their "no", "not" and
+   "I don't know" hedge; "why don't you", "make sure" and "I don't need it anymore" (and its
+   kin in each language: "je n'en ai plus besoin", "ya no lo necesito") say nothing. Their "no", "not" and
    "n't" are not read alone, nor is the "non" of a compound ("non-refundable").
 3. A refusal or negation anywhere is a no (False): "no", "not", "never", any "n't", "stop",
    "wait", "keep", "never mind", their equivalents in the languages below, or a match of the
@@ -65,6 +66,8 @@ from functools import lru_cache
 
 import regex
 
+from judgekit.safety.normal import LOOKALIKES
+
 __all__ = ["read_answer"]
 
 
@@ -97,7 +100,10 @@ _WORDS: dict[str, dict[str, str]] = {
             changed my mind | refuse | refused | decline | declined | reject | rejected | deny |
             denied | negative | false | veto | undo | revert | i'll do it myself | i will do it myself | i'll handle it |
             dont | doesnt | didnt | cant | wont | wouldnt | shouldnt | couldnt | isnt | arent | wasnt | werent |
-            havent | hasnt | hadnt | mustnt | neednt | aint | shant | 👎 | ❌ | ✖ | ✗ | 🛑 | ✋ | 🚫 | ⛔ | 🙅""",
+            havent | hasnt | hadnt | mustnt | neednt | aint | shant | disagree | i disagree | against |
+            i'm against | object | i object | disapprove | rather not | i'd rather not | prefer not | i'd prefer not |
+            i'd prefer you didn't | hold your horses | leave it alone | left it alone | leave them alone | jk | j / k |
+            just kidding | kidding | over my dead body | 👎 | ❌ | ✖ | ✗ | 🛑 | ✋ | 🚫 | ⛔ | 🙅""",
         "hedge": """maybe | perhaps | probably | possibly | presumably | guess | i guess | i guess so | guess so |
             suppose | i suppose | i suppose so | supposedly | think | i think | i think so | think so | believe |
             i believe so | reckon | assume | assuming | might | kinda | kind of | sorta | sort of | whatever |
@@ -106,16 +112,22 @@ _WORDS: dict[str, dict[str, str]] = {
             dont know | not sure | not certain | unsure | i'm not sure | im not sure | not really sure |
             should be fine | should be ok | should be okay | fingers crossed | let me think | let me check |
             let me see | show me | tell me | explain | be careful | careful | later | once | until |
-            but | except | only | although | though | 🤔 | 🤷""",
+            but | except | only if | only when | only after | only once | although | though | after my |
+            after you | after we | after the | as soon as | 🤔 | 🤷""",
         "sarcasm": """yeah right | yeah , right | yea right | ya right | sure jan | sure , jan | as if | / s |
             while you're at it | while you are at it | what could go wrong | what could possibly go wrong |
             oh sure | oh , sure | oh great | oh , great | oh yeah | oh , yeah | oh wonderful | oh brilliant |
-            oh perfect | yeah yeah | sure sure | knock yourself out | 🙄 | 🙃 | 😒 | 😏""",
+            oh perfect | yeah yeah | sure sure | knock yourself out | when pigs fly | said nobody ever |
+            said no one ever | in your dreams | 🙄 | 🙃 | 😒 | 😏""",
         "other": _each("archive move copy hide export mark flag label tag pause suspend mute snooze",
                        "it them this that those these the everything all instead") + """ | instead | rather |
             rename | disable | deactivate | unpublish | back it up | back them up | back up | backup first |
             make a backup | make a copy""",
-        "neutral": "why don't you | why dont you | why don't we | why dont we | make sure | to make sure",
+        "neutral": """why don't you | why dont you | why don't we | why dont we | make sure | to make sure |
+            don't need it | dont need it | don't need them | dont need them | don't need it anymore |
+            don't need it any more | don't need them anymore | no longer need it | no longer need them |
+            no longer needed | not needed anymore | not needed any more | it's no longer needed |
+            doesn't matter anymore | not important anymore""",
     },
     "fr": {
         "yes": """oui | ouais | ouaip | si | d'accord | dac | d'ac | vas-y | vas y | allez-y | allez y | c'est bon |
@@ -128,7 +140,8 @@ _WORDS: dict[str, dict[str, str]] = {
             hors de question""",
         "hedge": """peut-être | probablement | sans doute | je pense | je crois | je suppose | j'imagine | pas sûr |
             pas sûre | je ne sais pas | je sais pas | sais pas | si tu veux | si vous voulez | si tu dois |
-            si vous devez | si tu insistes | si besoin | si nécessaire | mais | sauf | seulement | bof | euh""",
+            si vous devez | si tu insistes | si besoin | si nécessaire | mais | sauf | seulement si | bof | euh""",
+        "neutral": "je n'en ai plus besoin | j'en ai plus besoin | n'en ai plus besoin | je n'en ai plus l'usage",
         "sarcasm": "mon œil | mon oeil | comme si",
         "other": """archive-le | archive-la | archive-les | archiver | renomme | renomme-le | renommer | déplace |
             déplace-le | déplacer | plutôt | à la place | au lieu""",
@@ -142,7 +155,8 @@ _WORDS: dict[str, dict[str, str]] = {
             déjalo | mejor no | mantenlo | guárdalo | consérvalo | todavía no | aún no | ni hablar""",
         "hedge": """quizás | quizá | tal vez | a lo mejor | supongo | creo | creo que sí | puede ser | probablemente |
             si quieres | si hace falta | si es necesario | si tienes que | no estoy seguro | no estoy segura |
-            no lo sé | pero | excepto | salvo | solo""",
+            no lo sé | pero | excepto | salvo | solo si""",
+        "neutral": "ya no lo necesito | ya no la necesito | ya no los necesito | ya no las necesito | ya no me sirve",
         "sarcasm": "ya , claro | ya claro | como si",
         "other": "archívalo | archívalos | archiva | en su lugar | en vez de | renómbralo | muévelo | mueve",
     },
@@ -159,7 +173,9 @@ _WORDS: dict[str, dict[str, str]] = {
         "hedge": """vielleicht | wahrscheinlich | eventuell | ich denke schon | ich glaube schon | glaube schon |
             denke schon | ich glaube | ich denke | ich schätze | ich weiß nicht | weiß nicht | nicht sicher |
             keine ahnung | wenn du musst | wenn du willst | wenn es sein muss | falls | von mir aus | meinetwegen |
-            aber | außer | nur""",
+            aber | außer | nur wenn | nur falls""",
+        "neutral": """brauche ihn nicht mehr | brauche sie nicht mehr | brauche es nicht mehr | brauch ihn nicht mehr |
+            brauch sie nicht mehr | brauch es nicht mehr | wird nicht mehr gebraucht""",
         "sarcasm": "als ob",
         "other": "stattdessen | lieber | archivieren | archiviere | verschiebe | verschieben | umbenennen | benenne",
     },
@@ -171,7 +187,8 @@ _WORDS: dict[str, dict[str, str]] = {
         "no": """não | nunca | jamais | espera | espere | pare | nada | nem | mantenha | mantém | deixa pra lá |
             deixa para lá | deixa quieto | ainda não | de jeito nenhum | nem pensar""",
         "hedge": """talvez | acho | acho que sim | suponho | não sei | não tenho certeza | pode ser | provavelmente |
-            se quiser | se precisar | quem sabe | mas | exceto | apenas | somente""",
+            se quiser | se precisar | quem sabe | mas | exceto | apenas se | somente se""",
+        "neutral": "não preciso mais | não preciso mais dele | não preciso mais dela | já não preciso",
         "sarcasm": "até parece",
         "other": "arquive | arquiva | arquivar | em vez disso | ao invés | renomeie | mova",
     },
@@ -184,19 +201,22 @@ _WORDS: dict[str, dict[str, str]] = {
             tienila | lascia stare | lascia perdere | lascialo | per niente | neanche | nemmeno | neppure""",
         "hedge": """forse | magari | probabilmente | credo | credo di sì | penso | penso di sì | suppongo | non so |
             non sono sicuro | non sono sicura | se vuoi | se proprio devi | se serve | se necessario | però |
-            tranne | soltanto""",
+            tranne | soltanto se""",
+        "neutral": "non mi serve più | non serve più | non mi servono più | non ne ho più bisogno",
         "sarcasm": "come no",
         "other": "archivia | archivialo | archiviali | invece | piuttosto | sposta | spostalo | rinomina | rinominalo",
     },
     "nl": {
         "yes": """ja | jazeker | jawel | zeker | goed | is goed | oké | akkoord | doe maar | doe het | ga je gang |
+            gooi maar weg | gooi maar | verwijder maar | wis maar | haal maar weg |
             ga maar | ga door | ga verder | bevestigd | ik bevestig | natuurlijk | tuurlijk | graag | in orde |
             geen probleem | geen zorgen | maak je geen zorgen | geen bezwaar | waarom niet ?""",
         "no": """nee | neen | niet | nooit | geen | niks | niets | wacht | houd | hou | bewaar | behoud | laat maar |
             laat het | laat dat | laat staan | nog niet | liever niet | echt niet""",
         "hedge": """misschien | waarschijnlijk | denk het wel | ik denk het | ik denk | ik weet het niet |
             weet ik niet | niet zeker | als je wilt | als het moet | ik neem aan | mwah | tja | maar | behalve |
-            alleen""",
+            alleen als""",
+        "neutral": "heb ik niet meer nodig | niet meer nodig",
         "sarcasm": "alsof",
         "other": "archiveer | in plaats daarvan | liever | verplaats | hernoem",
     },
@@ -223,12 +243,16 @@ _APOSTROPHE = re.compile("[’‘‛ʼʹ´`′]")
 # opening "¿" are neither: they join or wrap words and say nothing ("vas-y", "**not**"); but a
 # compound of "no" or "non" is one word ("non-refundable", "no-brainer"), not a negation.
 _TOKEN = regex.compile(r"non?(?:-[^\W_]+)+|[^\W_]+(?:'[^\W_]+)*|[^\s\-‐‑'\"*_~()\[\]{}«»“”„‚<>¿¡]")
-_LATIN = str.maketrans("аеорсухіјѕԁһӏԛԝүοαντιυρχκ", "aeopcyxijsdhlqwyoavtiupxk")
-"""Cyrillic and Greek letters that look like Latin ones."""
+
+
+_STRUCK = regex.compile(r"\P{M}\p{M}*?[\u0335-\u0338]\p{M}*")
+"""A letter struck through (a combining overlay: ``y̶e̶s̶``): withdrawn text, read as not written."""
 
 
 def _normalise(text: str) -> str:
     text = _APOSTROPHE.sub("'", text)  # before NFKC, which makes "´" a space and a combining accent
+    if not text.isascii():
+        text = _STRUCK.sub("", text)
     if text.isascii():
         text = text.lower()
     else:
@@ -248,7 +272,7 @@ def _words(normal: str) -> list[str]:
     # All of them at once ("\n" is in no word): one normalisation, not one per word.
     bare = _MARKS.sub("", unicodedata.normalize("NFKD", "\n".join(foreign)))
     folded = {word: plain if plain.isascii() or not latin.isascii() else latin
-              for word, plain, latin in zip(foreign, bare.split("\n"), bare.translate(_LATIN).split("\n"))}
+              for word, plain, latin in zip(foreign, bare.split("\n"), bare.translate(LOOKALIKES).split("\n"))}
     return [folded.get(word, word) for word in words]
 
 

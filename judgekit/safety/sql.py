@@ -59,6 +59,7 @@ What it cannot tell:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -67,11 +68,13 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token
 
 from judgekit.safety._sql_compare import compare
-from judgekit.safety._sql_text import COMMANDS, TIME_DELAY, depth, lexical, neutralised, parse, tokens_of, within_one_token
+from judgekit.safety._sql_text import (COMMANDS, TIME_DELAY, breaks_quotes, depth, lexical, neutralised, parse, tokens_of,
+                                       within_one_token)
 from judgekit.safety._stretches import fold, shared_stretches
 
 __all__ = ["COMMANDS", "DIALECTS", "KINDS", "MAX_DEPTH", "MAX_STRETCHES", "MIN_SHARED", "READ_BUDGET_CHARS", "REFUSALS",
-           "SQL_MAX_CHARS", "TIME_DELAY", "Injection", "injected_part", "injected_parts", "injection", "neutralised"]
+           "SQL_MAX_CHARS", "TIME_DELAY", "Injection", "injected_part", "injected_parts", "injection", "is_statement",
+           "neutralised"]
 
 SQL_MAX_CHARS = 100_000
 """A longer query is refused unread (``too-large``): sqlglot parses ~60 KB a second."""
@@ -124,6 +127,17 @@ class Injection:
     def refused(self) -> bool:
         """Whether nothing was decided (``unparseable``, ``too-large``): not an injection found."""
         return self.kind in REFUSALS
+
+
+_STATEMENT = re.compile(r"^(?:\s+|--[^\n]*\n|/\*.*?\*/|\()*(?:select|insert|update|delete|with|merge|replace|upsert|create|drop"
+                        r"|alter|truncate|exec|execute|call|values|show|pragma|explain|grant|revoke|set|begin|declare)\b",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def is_statement(text: str) -> bool:
+    """Whether ``text`` starts as a SQL statement does (after comments and parentheses), rather
+    than being a fragment or a value (a bind parameter: ``O'Brien``)."""
+    return _STATEMENT.match(text) is not None
 
 
 def injected_parts(sql: str, untrusted_texts: Iterable[str], *, trusted: Iterable[str] = (),
@@ -235,14 +249,28 @@ class _Query:
                 found.append((at, at + len(text)))
         return found
 
-    def judge(self, span: tuple[int, int]) -> Injection | None:
+    def judge(self, span: tuple[int, int], whole: tuple[int, int] | None = None) -> Injection | None:
+        """What the stretch did to the query. When no value can stand where it is (it holds the
+        template's own text before the injected part, ``customer = 'x' OR 'a'='a``), the stretches
+        that start at each of its tokens, or just inside a quote of one, are judged in turn
+        (``MAX_STARTS`` of them), each with ``whole``, the stretch as found: whether it broke a
+        quote is read from that one (a quote the untrusted text holds is not the template's)."""
         real_parsed = neutral_parsed = False
         seen: list[tuple[str, str]] | None = None  # kinds seen in the tokens of the first dialect that reads them
+        read: list[Token] | None = None
+        inside = 0  # dialects that read the query and the stretch inside one token of it
+        backslash = "\\" in self.sql  # a backslash escapes a quote in some dialects and not in others
         for name in self.dialects:
             tokens = self.tokens(name)
             if tokens is not None:
+                read = read or tokens
                 if any(within_one_token(tokens, other) for other in self.copies(span)):
-                    return None  # the text is a value here, or a name: a copy of it elsewhere is the template's
+                    # The text is a value here, or a name: a copy of it elsewhere is the template's.
+                    # With a backslash in the query, only if so in every dialect that reads the query.
+                    if not backslash:
+                        return None
+                    inside += self.statements(name) is not None
+                    continue
                 deepest = depth(tokens)
                 if deepest > MAX_DEPTH:
                     return _found([("too-large", f"parentheses nested {deepest} deep, over {MAX_DEPTH}: not read")],
@@ -259,11 +287,22 @@ class _Query:
                 # Calls as the strictest tokenizer read them too (Postgres reads EXEC's operand as one string).
                 calls = [k for k in seen or [] if k[0] in ("time-delay", "command-exec")]
                 here = [k for k in lexical(self.sql, tokens, span) if k[0] not in ("stacked-query", "union")]
-                return _found(list(dict.fromkeys(calls + here)) + compare(real, neutral, name), span, name)
+                broke = breaks_quotes(self.sql, tokens, whole or span) if tokens is not None else True
+                return _found(list(dict.fromkeys(calls + here)) + compare(real, neutral, name, broke), span, name)
+        if inside and not real_parsed:
+            return None  # inside one token in every dialect that reads the query
         seen = seen or []
         if real_parsed:
-            # No value can stand where the stretch is: it is SQL text, judged by its tokens alone.
-            return _found(seen, span, None)
+            # No value can stand where the stretch is: it is SQL text, judged by its tokens, and by
+            # the stretches inside it that start where a value could.
+            found = _found(seen, span, None)
+            if found is not None or whole is not None or read is None:
+                return found
+            for start in _starts(self.sql, read, span):
+                found = self.judge((start, span[1]), whole=span)
+                if found is not None and not found.refused:
+                    return found
+            return None
         if neutral_parsed:
             return _found(seen + [("parse-error", "the query does not parse, and parses with the untrusted "
                                       "text as one value: the text broke out of its quotes")], span, None)
@@ -271,6 +310,24 @@ class _Query:
         calls = [k for k in seen if k[0] in ("time-delay", "command-exec")]
         return _found(calls + [("unparseable", "the query does not parse, even with the untrusted text as "
                                 "one value: nothing decided")], span, None)
+
+
+MAX_STARTS = 12
+"""Stretches inside a stretch judged, when no value can stand where the whole one is."""
+
+
+def _starts(sql: str, tokens: list[Token], span: tuple[int, int]) -> list[int]:
+    """Where a value could start inside the stretch: at each token after its first, and just
+    inside each quoted token's opening quote, leaving at least ``MIN_SHARED`` characters."""
+    found: list[int] = []
+    for token in tokens:
+        if token.start >= span[1] - MIN_SHARED:
+            break
+        quoted = "STRING" in token.token_type.name and sql[token.start:token.start + 1] in "'\"`"
+        for start in (token.start, token.start + 1) if quoted else (token.start,):
+            if span[0] < start <= span[1] - MIN_SHARED and start not in found:
+                found.append(start)
+    return found[:MAX_STARTS]
 
 
 def _found(kinds: list[tuple[str, str]], span: tuple[int, int], dialect: str | None) -> Injection | None:
