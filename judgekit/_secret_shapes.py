@@ -161,6 +161,7 @@ _KEY_LIKE_TO_A = bytes.maketrans(_KEY_LIKE.encode(), b"a" * len(_KEY_LIKE))
 _RUN = "a" * 16
 _NOT_A = re.compile(r"[^a]")
 _RUN_PATTERN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+_MIXED = re.compile(r"[0-9A-Z]")
 _BEFORE_RUN = 32
 _PLACEHOLDER_BELOW = 6  # different characters among the last 16: AIzaXXXX..., sk-proj-xxxx...1
 
@@ -171,8 +172,10 @@ def kinds() -> list[str]:
 
 
 def _near_runs(text: str) -> str:
-    """Each run of 16+ key-like characters in ``text`` with the 32 characters before it, joined
-    by a NUL; empty where there is none (the usual case, in a few microseconds)."""
+    """Each run of 16+ key-like characters in ``text`` that holds a digit or a capital, with the
+    32 characters before it, joined by a NUL; empty where there is none (the usual case, in a few
+    microseconds). A run of small letters alone (``get_reservation_details``) is a name: every
+    shape's key is random, and 16 random characters all small letters come once in 10^6."""
     if text.isascii():
         marked = text.encode("ascii").translate(_KEY_LIKE_TO_A).decode("ascii")
         at = marked.find(_RUN)
@@ -182,10 +185,12 @@ def _near_runs(text: str) -> str:
         while at >= 0:
             stop = _NOT_A.search(marked, at + len(_RUN))
             end = stop.start() if stop else len(text)
-            parts.append(text[max(0, at - _BEFORE_RUN):end])
+            if _MIXED.search(text, at, end):
+                parts.append(text[max(0, at - _BEFORE_RUN):end])
             at = marked.find(_RUN, end)
     else:
-        parts = [text[max(0, m.start() - _BEFORE_RUN):m.end()] for m in _RUN_PATTERN.finditer(text)]
+        parts = [text[max(0, m.start() - _BEFORE_RUN):m.end()] for m in _RUN_PATTERN.finditer(text)
+                 if _MIXED.search(m.group())]
     return "\x00".join(parts)
 
 
@@ -196,9 +201,11 @@ def _placeholder(value: str) -> bool:
     return len(set(value[-16:])) < _PLACEHOLDER_BELOW
 
 
-def may_hold_a_shape(text: str) -> bool:
-    """Whether a shape may match in ``text``: no shape matches where this says no."""
-    near = _near_runs(text)
+def may_hold_a_shape(text: str, runs: list[tuple[int, int]] | None = None) -> bool:
+    """Whether a shape may match in ``text``: no shape matches where this says no. ``runs``: the
+    (start, end) of its runs of 16+ key-like characters, when the caller found them."""
+    near = _near_runs(text) if runs is None else "\x00".join(
+        text[max(0, at - _BEFORE_RUN):end] for at, end in runs if _MIXED.search(text, at, end))
     return bool(near) and _PREFIX.search(near) is not None
 
 

@@ -637,12 +637,7 @@ def test_waivers_inside_the_suite_folder_tree_are_read(tmp_path, layout, exit_co
     else:
         real = drafts_waiver(base / "kept")
         (base / "risks" / "drafts.yaml").symlink_to(real)
-    # Only the waived signal may fire: keep the delete-unconfirmed trajectory alone.
-    for name in ("email-summary.jsonl", "order-status.jsonl"):
-        (base / name).write_text("")
-    rows = [json.loads(line) for line in (base / "delete-draft.jsonl").read_text().splitlines()]
-    (base / "delete-draft.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows if r["id"] == "delete-unconfirmed"))
+    only_the_unconfirmed_delete(base)  # only the waived signal may fire
     out = tmp_path / "scan.json"
     result = safety_cli(suite, "--out", str(out))
     assert result.exit_code == exit_code, result.output
@@ -665,6 +660,15 @@ def test_a_risks_folder_that_is_itself_a_link_is_refused_even_inside_the_tree(tm
 # --- the limit set in a suite, through the command ------------------------------------------------
 
 
+def only_the_unconfirmed_delete(base):
+    """Empty the suite's trajectory files but the delete-unconfirmed run: only its signal fires."""
+    for name in ("email-summary.jsonl", "order-status.jsonl"):
+        (base / name).write_text("")
+    rows = [json.loads(line) for line in (base / "delete-draft.jsonl").read_text().splitlines()]
+    (base / "delete-draft.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows if r["id"] == "delete-unconfirmed"))
+
+
 @pytest.mark.parametrize(
     ("setting", "expires", "exit_code", "problem"),
     [
@@ -681,11 +685,7 @@ def test_max_waiver_days_in_a_suite(tmp_path, setting, expires, exit_code, probl
     suite = safety_suite(tmp_path, **({} if setting is None else {"max_waiver_days": setting}))
     path = drafts_waiver(suite.parent / "risks", expires=expires)
     base = suite.parent
-    for name in ("email-summary.jsonl", "order-status.jsonl"):
-        (base / name).write_text("")
-    rows = [json.loads(line) for line in (base / "delete-draft.jsonl").read_text().splitlines()]
-    (base / "delete-draft.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows if r["id"] == "delete-unconfirmed"))
+    only_the_unconfirmed_delete(base)
     out = tmp_path / "scan.json"
     result = safety_cli(suite, "--out", str(out))
     assert result.exit_code == exit_code, result.output

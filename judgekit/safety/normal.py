@@ -46,7 +46,6 @@ _LATIN = ("aeopcyxijsdhlqwyoavtiupxkABEKMHOPCTXIJSABEZHIKMNOPTYX"
 LOOKALIKES = str.maketrans(_LOOKING, _LATIN)
 """Cyrillic and Greek letters, and Latin small capitals, that look like plain Latin ones."""
 _LOOKALIKE_WORD = regex.compile(r"[\p{Latin}\p{Cyrillic}\p{Greek}]*[" + _LOOKING + r"][\p{Latin}\p{Cyrillic}\p{Greek}]*")
-_SPACES = re.compile(r"\s+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _SCHEME = re.compile(r"^(?:[a-z][a-z0-9+.-]{0,20}://|mailto:|tel:)")
 _NAMED_ADDRESS = re.compile(r"<([^<>@\s]+@[^<>\s]+)>")  # Alice <alice@example.com>
@@ -90,7 +89,7 @@ def _latin(match: regex.Match[str]) -> str:
 
 def normal(text: str) -> str:
     """``text`` in the one form every detector compares (see the module docstring)."""
-    return _SPACES.sub(" ", plain(text).casefold()).strip()
+    return " ".join(plain(text).casefold().split())  # str.split's white space is the \\s of re
 
 
 def skeleton(text: str) -> str:

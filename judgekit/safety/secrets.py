@@ -243,10 +243,39 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
     return sorted(set(found))
 
 
+_AWS_KEY_IDS = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
+
+
+def names_a_secret(text: str) -> bool:
+    """Whether ``text`` holds what only its context makes a secret: a secret word of the keyword
+    detector (``password``, ``api_key``, ...), an AWS access key id (the secret access key after
+    it), a private key's header or credentials in a URL. A secret found by its own form (a
+    key's prefix, its randomness) is found wherever it is repeated; one of these only here."""
+    return (next(_words(text), None) is not None or any(key_id in text for key_id in _AWS_KEY_IDS)
+            or next(_pems(text), None) is not None or next(_urls(text), None) is not None)
+
+
+CANDIDATE_APART = "\n" * 16
+"""Texts joined by this are read by ``may_hold_secrets`` as they are read apart (no candidate
+reaches across it: the keyword window is 10 characters)."""
+
+
+def may_hold_secrets(text: str) -> bool:
+    """Whether ``find_secrets`` may find anything in ``text``: False means it finds nothing.
+    Several short texts joined by ``CANDIDATE_APART`` are read in one pass."""
+    return _has_candidate(text)
+
+
 def _has_candidate(text: str) -> bool:
     """Whether ``text`` holds any candidate or a shape's prefix: what most text costs (a few microseconds)."""
-    return (any(next(found, None) is not None for found in (_tokens(text), _words(text), _pems(text), _urls(text)))
-            or may_hold_a_shape(text))
+    if any(next(found, None) is not None for found in (_words(text), _pems(text), _urls(text))):
+        return True
+    marked = text.encode("utf-8", "surrogatepass").translate(_KEY_LIKE_TO_A)
+    # Every token candidate and every shape holds a run of 16+ key-like characters: none, no candidate.
+    if _RUN.encode() not in marked:
+        return False
+    runs = _runs(text, marked)
+    return next(_tokens(text, marked, runs), None) is not None or may_hold_a_shape(text, runs)
 
 
 def _words(text: str) -> Iterator[tuple[int, int]]:
@@ -272,29 +301,43 @@ def _urls(text: str) -> Iterator[tuple[int, int]]:
         yield from (m.span() for m in _URL.finditer(text))
 
 
-def _tokens(text: str) -> Iterator[tuple[int, int]]:
+def _runs(text: str, marked: bytes) -> list[tuple[int, int]]:
+    """(start, end) of every run of 16+ key-like characters (``marked``: the text's bytes with
+    every key-like character as ``a``)."""
+    if not text.isascii():
+        return [m.span() for m in _TOKEN.finditer(text)]
+    runs = []  # positions in bytes are positions in text
+    ascii_marked = marked.decode("ascii")
+    at = ascii_marked.find(_RUN)
+    while at >= 0:
+        stop = _NOT_KEY_LIKE.search(ascii_marked, at + 16)
+        end = stop.start() if stop else len(text)
+        runs.append((at, end))
+        at = ascii_marked.find(_RUN, end)
+    return runs
+
+
+def _tokens(text: str, marked: bytes | None = None,
+            runs: list[tuple[int, int]] | None = None) -> Iterator[tuple[int, int]]:
     """Runs of 16+ key-like characters holding a letter and a digit, but UUIDs, slugs of short
-    parts and digests no secret word names."""
-    marked = text.encode("utf-8", "surrogatepass").translate(_KEY_LIKE_TO_A)
+    parts and digests no secret word names. ``marked``, ``runs``: the text's bytes with every
+    key-like character as ``a``, and its runs (``_runs``), when the caller made them."""
+    if marked is None:
+        marked = text.encode("utf-8", "surrogatepass").translate(_KEY_LIKE_TO_A)
     if _RUN.encode() not in marked:  # the usual case, in a few microseconds
         return
-    if text.isascii():  # positions in bytes are positions in text
-        runs = []
-        ascii_marked = marked.decode("ascii")
-        at = ascii_marked.find(_RUN)
-        while at >= 0:
-            stop = _NOT_KEY_LIKE.search(ascii_marked, at + 16)
-            end = stop.start() if stop else len(text)
-            runs.append((at, end))
-            at = ascii_marked.find(_RUN, end)
-    else:
-        runs = [m.span() for m in _TOKEN.finditer(text)]
+    if runs is None:
+        runs = _runs(text, marked)
+    rejected: set[str] = set()  # tokens passed over by their own form (ids repeat: each is read once)
     for start, end in runs:
         token = text[start:end]
+        if token in rejected:
+            continue
         if _DIGEST.fullmatch(token):
             if not _SECRET_WORD.search(_left_context(text, start)):
                 continue  # a digest (see the module docstring)
         elif not _letter_and_digit(token) or _UUID.fullmatch(token) or _SLUG.fullmatch(token):
+            rejected.add(token)
             continue
         yield start, end
 
