@@ -244,6 +244,10 @@ def _candidates(text: str) -> list[tuple[int, int, str]]:
 
 
 _AWS_KEY_IDS = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
+# Literals every secret word (_WORD), and every private key header ("key"), holds: "pass" alone
+# would stop at every "passenger".
+_NAMING_LITERALS = ("key", "password", "passwd", "dbpass", "db_pass", "databasepass", "database_pass", "keypass",
+                    "key_pass", "pwd", "secret", "contrase")
 
 
 def names_a_secret(text: str) -> bool:
@@ -251,6 +255,10 @@ def names_a_secret(text: str) -> bool:
     detector (``password``, ``api_key``, ...), an AWS access key id (the secret access key after
     it), a private key's header or credentials in a URL. A secret found by its own form (a
     key's prefix, its randomness) is found wherever it is repeated; one of these only here."""
+    low = text.lower()
+    if not (any(literal in low for literal in _NAMING_LITERALS) or any(key_id in text for key_id in _AWS_KEY_IDS)
+            or "://" in text or "PuTTY" in text):
+        return False  # the usual case: none of the literals every such match holds
     return (next(_words(text), None) is not None or any(key_id in text for key_id in _AWS_KEY_IDS)
             or next(_pems(text), None) is not None or next(_urls(text), None) is not None)
 
