@@ -19,7 +19,7 @@ Names are imported on first use, so ``import judgekit`` (and the CLI) stays fast
 from importlib import import_module
 from typing import Any
 
-from judgekit._version import __version__
+from judgekit._util.version import __version__
 from judgekit.errors import ConfigError, InputError, JudgekitError
 
 _LAZY = {

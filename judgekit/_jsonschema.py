@@ -38,7 +38,7 @@ except ImportError:  # another jsonschema layout: const goes through iter_errors
     _json_equal = None
 
 from judgekit import _regex
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.errors import InputError
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit._io import unreadable
+from judgekit._util.io import unreadable
 from judgekit.errors import InputError
 
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from judgekit._documents import load_document
-from judgekit._io import describe_validation_error
+from judgekit._util.documents import load_document
+from judgekit._util.io import describe_validation_error
 from judgekit._testing_replies import Reply, ScriptSpec
 from judgekit._testing_server import ScriptedOpenAIServer
 from judgekit.errors import InputError, JudgekitError

@@ -72,9 +72,9 @@ from judgekit._cache_files import (
     stored_text,
     writable,
 )
-from judgekit._io import sha256_json, strict_json_loads
-from judgekit._text import redact
-from judgekit._time import utc_now
+from judgekit._util.io import sha256_json, strict_json_loads
+from judgekit._util.text import redact
+from judgekit._util.clock import utc_now
 from judgekit.errors import InputError
 from judgekit.verdict import JudgeVerdict
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import Version1, canonical_json
+from judgekit._util.io import Version1, canonical_json
 from judgekit._json_equality import json_equal, normal_form
 from judgekit.errors import InputError
 from judgekit.world import (

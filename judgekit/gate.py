@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from judgekit._io import RECORD_CONFIG
+from judgekit._util.io import RECORD_CONFIG
 from judgekit.axes import axis_named
 from judgekit.calibration.approval import JudgeIdentity, Thresholds
 from judgekit.calibration.evidence import DerivedApproval, derive_approval

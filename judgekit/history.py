@@ -38,10 +38,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit._text import redact
-from judgekit._time import utc_now
+from judgekit._util.text import redact
+from judgekit._util.clock import utc_now
 from judgekit.compare import FULL_MARKS, AxisRow, ComparePolicy, Comparison, Noise, RunRows, compare, pooled_noise
-from judgekit._io import strict_json_loads
+from judgekit._util.io import strict_json_loads
 from judgekit.errors import InputError
 
 DEFAULT_HISTORY = Path(".judgekit/history.sqlite")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from judgekit._documents import compose, find_node
-from judgekit._io import read_text
+from judgekit._util.documents import compose, find_node
+from judgekit._util.io import read_text
 from judgekit.axes import axes_of
 from judgekit.rubric import Rubric, load_rubric
 

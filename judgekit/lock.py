@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._files import write_text_atomically
-from judgekit._io import Version1, load_json_model
+from judgekit._util.files import write_text_atomically
+from judgekit._util.io import Version1, load_json_model
 from judgekit.rubric import Rubric
 from judgekit.suite import load_rubrics
 

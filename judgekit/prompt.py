@@ -18,7 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from judgekit._io import sha256_json
+from judgekit._util.io import sha256_json
 from judgekit.diff import Diff, render_text
 from judgekit.trajectory import Trajectory
 

@@ -137,7 +137,7 @@ class SuiteFile(pytest.File):
             found = [(item, [axis.name for axis in axes_of(rubric)]) for rubric, item in iter_trajectories_of(loaded)]
         except JudgekitError as exc:
             raise SuiteRunError(f"judgekit could not read the suite {self.path}: {exc}") from exc
-        from judgekit._text import one_line
+        from judgekit._util.text import one_line
 
         for item, axes in found:
             tid = item.trajectory.id
@@ -192,7 +192,7 @@ class AxisItem(pytest.Item):
 
     def reportinfo(self):
         path, line = self.source
-        from judgekit._text import one_line
+        from judgekit._util.text import one_line
 
         return path, max(line - 1, 0), f"{one_line(self.trajectory_id)} [{self.axis}]"
 

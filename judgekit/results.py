@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_core import core_schema
 
-from judgekit._io import Version1, RECORD_CONFIG
+from judgekit._util.io import Version1, RECORD_CONFIG
 from judgekit.verdict import Provenance, UnscoredReason
 
 RESULT_FORMAT_VERSION = 1

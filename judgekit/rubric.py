@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from judgekit._documents import load_document
-from judgekit._io import Version1, sha256_json
+from judgekit._util.documents import load_document
+from judgekit._util.io import Version1, sha256_json
 from judgekit._regex import check_pattern
 from judgekit.judge.spec import JudgeSpec
 

@@ -56,7 +56,7 @@ def write_all(folder: str) -> list[str]:
     import json
     from pathlib import Path
 
-    from judgekit._files import write_text_atomically
+    from judgekit._util.files import write_text_atomically
 
     written = []
     for name in SCHEMA_NAMES:

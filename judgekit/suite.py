@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._io import Version1
-from judgekit._documents import load_document
+from judgekit._util.io import Version1
+from judgekit._util.documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._io import Version1, iter_jsonl_raw
+from judgekit._util.io import Version1, iter_jsonl_raw
 from judgekit.world import SnapshotPolicy, SnapshotSpec
 
 TRAJECTORY_FORMAT_VERSION = 1

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judgekit._io import canonical_json, strict_json_loads
+from judgekit._util.io import canonical_json, strict_json_loads
 from judgekit._snapshot_files import (  # SnapshotPolicy and the constants are part of this module's API
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SQLITE_HEADER,

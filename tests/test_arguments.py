@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from judgekit._io import sha256_json
+from judgekit._util.io import sha256_json
 from judgekit._json_equality import json_equal
 from judgekit.checks import arguments
 from judgekit.checks.arguments import ValueMatcher, close, text_rule, value_key

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit._json_equality import json_equal, normal_form
-from judgekit._time import utc_now, utc_now_whole_seconds
+from judgekit._util.clock import utc_now, utc_now_whole_seconds
 from judgekit.checks.predicates import evaluate
 from judgekit.diff import diff_snapshots
 from judgekit.rubric import Predicate
@@ -172,7 +172,7 @@ def _modules_with(pattern: str) -> set[str]:
 
 
 def test_no_new_clock_appears():
-    # Only judgekit._time reads the clock (runner.py, labelling.py, judge/jobs.py, cache.py and
+    # Only judgekit._util.clock reads the clock (runner.py, labelling.py, judge/jobs.py, cache.py and
     # calibration/approval.py did). A ratchet for the last copy of now(), in labelling.py, which is
     # being rewritten to use utc_now_whole_seconds: none may be added, and the set only shrinks.
     assert _modules_with(r"datetime\.now\(|datetime\.utcnow\(|\btime\.time\(") <= {"_time.py", "_testing_server.py"}

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit import _io, _jsonschema
-from judgekit._io import (
+from judgekit import _jsonschema
+from judgekit._util import io as _io
+from judgekit._util.io import (
     MAX_DEPTH,
     check_tree,
     iter_jsonl,

@@ -15,7 +15,7 @@ from _sqlite import make_db
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit._json_equality import json_equal, normal_form
 from judgekit.diff import (
     Change,

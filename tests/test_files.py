@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from judgekit._files import current_umask, ensure_writable, write_text_atomically
+from judgekit._util.files import current_umask, ensure_writable, write_text_atomically
 from judgekit.errors import InputError
 
 NOBODY = 65534
@@ -29,7 +29,7 @@ def mode_of(path: Path) -> int:
 
 
 def write_with_umask(umask: int, path: Path, text: str = "x\n") -> subprocess.CompletedProcess:
-    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from judgekit._files import current_umask, "
+    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from judgekit._util.files import current_umask, "
             "write_text_atomically; write_text_atomically(sys.argv[2], 'x\\n'); print(oct(current_umask()))")
     return subprocess.run([sys.executable, "-c", code, oct(umask)[2:], str(path)], capture_output=True, text=True,
                           check=True, timeout=60)
@@ -239,7 +239,7 @@ def test_ensure_writable_refuses_a_read_only_file_system(tmp_path: Path):
         pytest.skip("needs root and unshare(1) to mount a read-only file system in a private namespace")
     folder = tmp_path / "ro"
     folder.mkdir()
-    code = ("import sys\nfrom judgekit._files import ensure_writable\nfrom judgekit.errors import InputError\n"
+    code = ("import sys\nfrom judgekit._util.files import ensure_writable\nfrom judgekit.errors import InputError\n"
             "try:\n    ensure_writable(sys.argv[1])\nexcept InputError as exc:\n    print(exc)\n")
     script = 'mount -t tmpfs -o ro,size=64k none "$1" && exec "$2" -c "$3" "$1/out.json"'
     done = subprocess.run([unshare, "-m", "sh", "-c", script, "sh", str(folder), sys.executable, code],

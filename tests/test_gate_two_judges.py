@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from _approvals import approve_pairs
-from judgekit._version import __version__
+from judgekit._util.version import __version__
 from judgekit.calibration.approval import JudgeIdentity, Thresholds
 from judgekit.calibration.corrected import corrected_pass_rate
 from judgekit.gate import gate_results

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.cli import main
 from judgekit.errors import InputError
 from judgekit.importers import accepted_options, describe, get_importer

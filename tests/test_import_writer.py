@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit import lock as locking
-from judgekit._files import protect
+from judgekit._util.files import protect
 from judgekit.cli import main
 from judgekit.errors import InputError
 from judgekit.importers import BUILTIN, accepted_options, describe, importer_names

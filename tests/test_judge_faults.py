@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run import RunOptions, run_suite

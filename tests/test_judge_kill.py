@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.cache import VerdictCache
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run.plan import plan_run

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.axes import axis_named
 from judgekit.checks.world_state import WorldState
 from judgekit.diff import render_text

@@ -146,7 +146,7 @@ def test_inert_when_not_configured(project, pytester):
     report = json.loads((project / "modules.json").read_text())
     assert report["plugin"]  # the entry point loaded it...
     # ...and it imported nothing of judgekit but the package's own two light modules.
-    assert set(report["loaded"]) <= {"judgekit", "judgekit._version", "judgekit.errors", "judgekit.pytest_plugin"}
+    assert set(report["loaded"]) <= {"judgekit", "judgekit._util.version", "judgekit.errors", "judgekit.pytest_plugin"}
     assert "judgekit.run" not in report["loaded"]
 
 

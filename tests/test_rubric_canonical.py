@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.checks._paths import path_matches
 from judgekit.errors import InputError
 from judgekit.rubric import Rubric, load_rubric

@@ -217,7 +217,7 @@ def test_a_malformed_record_is_a_problem_with_file_and_line_and_waives_nothing(t
 
 
 def test_load_document_refuses_a_blank_owner_with_file_and_line(tmp_path):
-    from judgekit._documents import load_document
+    from judgekit._util.documents import load_document
 
     path = tmp_path / "r.yaml"
     path.write_text(edit(7, "owner: ' '"))

@@ -34,12 +34,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_judge_runner import MODEL, example_suite, scripted_judge
 
-from judgekit import _text
-from judgekit._text import MASK, redact, register_secret
+from judgekit._util import text as _text
+from judgekit._util.text import MASK, redact, register_secret
 from judgekit.cli import main as cli_main
 from judgekit.run.record import read_run
-from judgekit.safety import secrets as secrets_module
-from judgekit.safety.secrets import (
+from judgekit._util import secrets as secrets_module
+from judgekit._util.secrets import (
     detector_kinds,
     excerpt,
     find_secrets,
@@ -300,7 +300,7 @@ def test_text_without_a_candidate_never_reaches_detect_secrets(monkeypatch):
 
 
 def test_detect_secrets_is_imported_only_for_a_candidate():
-    code = ("import sys; from judgekit._text import redact; import judgekit.cli; "
+    code = ("import sys; from judgekit._util.text import redact; import judgekit.cli; "
             "redact('Done: your email is now alice@example.com. ' * 50); "
             "assert 'detect_secrets' not in sys.modules; "
             f"assert '{AWS_SECRET}' not in redact('aws_secret_access_key = \"{AWS_SECRET}\"'); "
@@ -360,7 +360,7 @@ def test_known_misses(text):
 
 
 def test_google_and_anthropic_keys_are_found_by_the_catalogue_and_masked_as_they_are_reported():
-    """detect-secrets has no detector for them; the catalogue of shapes (``judgekit._secret_shapes``)
+    """detect-secrets has no detector for them; the catalogue of shapes (``judgekit._util.secret_shapes``)
     has, and what redact masks is what the scan reports (see tests/test_secret_shapes.py)."""
     google = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
     anthropic = "sk-ant-api03-" + "Zk3Pq8Lm2Xv7Rt5Yw1Nc4Bd6Qa9Fe0Hg"

@@ -1,4 +1,4 @@
-"""The catalogue of secret shapes (``judgekit._secret_shapes``): what ``redact`` masks by shape,
+"""The catalogue of secret shapes (``judgekit._util.secret_shapes``): what ``redact`` masks by shape,
 ``find_secrets`` reports, under the shape's kind.
 
 For every shape a realistic fake key (assembled at run time from a seeded generator: none is
@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgekit import _secret_shapes
-from judgekit._secret_shapes import SHAPES, find_shapes, kinds, may_hold_a_shape
-from judgekit._text import redact
-from judgekit.safety.secrets import _MASKED, find_secrets, mask_secret
+from judgekit._util import secret_shapes as _secret_shapes
+from judgekit._util.secret_shapes import SHAPES, find_shapes, kinds, may_hold_a_shape
+from judgekit._util.text import redact
+from judgekit._util.secrets import _MASKED, find_secrets, mask_secret
 
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "_-"

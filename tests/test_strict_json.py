@@ -1,6 +1,6 @@
 """jiter reads first, the Python json reference decides: the two must never disagree.
 
-``judgekit._io.fast_json_loads`` keeps jiter's value only where it cannot differ from
+``judgekit._util.io.fast_json_loads`` keeps jiter's value only where it cannot differ from
 ``_reference_loads`` (the strict ``json`` module parse that defines what judgekit accepts). These
 tests put both on generated documents, on documents with hostile parts spliced in, on random
 byte-level damage and on the number edges where a double overflows, and require the same
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit import _io
-from judgekit._io import MAX_DEPTH, UNDECIDED, fast_json_loads, json_line_loads, strict_json_loads
+from judgekit._util import io as _io
+from judgekit._util.io import MAX_DEPTH, UNDECIDED, fast_json_loads, json_line_loads, strict_json_loads
 
 
 def reference(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _sqlite import make_db
 
-from judgekit._io import iter_jsonl
+from judgekit._util.io import iter_jsonl
 from judgekit.errors import InputError
 from judgekit.world import (
     JsonSnapshot,

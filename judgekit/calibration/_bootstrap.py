@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel, Field
 
-from judgekit._io import RECORD_CONFIG
+from judgekit._util.io import RECORD_CONFIG
 
 CONFIDENCE = 0.95
 _CHUNK_CELLS = 2_000_000  # resample rows x items gathered at once

@@ -51,7 +51,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._io import Version1
+from judgekit._util.io import Version1
 from judgekit.calibration._aggregate import (
     AxisCoverage,
     InterAnnotator,

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from judgekit._io import (
+from judgekit._util.io import (
     Version3,
     MAX_DOCUMENT_BYTES,
     RECORD_CONFIG,

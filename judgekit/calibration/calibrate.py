@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit._time import as_utc, utc_now
-from judgekit._version import __version__
+from judgekit._util.clock import as_utc, utc_now
+from judgekit._util.version import __version__
 from judgekit.axes import axis_named, judged_axes
 from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from judgekit._io import RECORD_CONFIG
+from judgekit._util.io import RECORD_CONFIG
 
 from judgekit.calibration._bootstrap import CONFIDENCE, ratio, rng_for
 

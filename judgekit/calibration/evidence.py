@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-from judgekit._files import AtomicFile, write_text_atomically
-from judgekit._io import read_bytes
-from judgekit._time import as_utc, utc_now
+from judgekit._util.files import AtomicFile, write_text_atomically
+from judgekit._util.io import read_bytes
+from judgekit._util.clock import as_utc, utc_now
 from judgekit.axes import axis_named
 from judgekit.calibration._aggregate import References, aggregate, reference_labels
 from judgekit.calibration._bootstrap import Metric

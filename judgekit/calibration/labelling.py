@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from judgekit import _time
-from judgekit._text import one_line, printable, redact
+from judgekit._util import clock as _time
+from judgekit._util.text import one_line, printable, redact
 from judgekit.axes import axis_named
 from judgekit.calibration.labels import Label
 from judgekit.calibration.labels_file import append_label

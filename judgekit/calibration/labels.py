@@ -42,7 +42,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import Version1, RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
+from judgekit._util.io import Version1, RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
 from judgekit.errors import InputError
 from judgekit.rubric import AXES, Axis as RubricAxis  # noqa: F401 - re-exported for the calibration API
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from judgekit._files import fsync_folder
-from judgekit._io import strict_json_loads
-from judgekit._text import printable
+from judgekit._util.files import fsync_folder
+from judgekit._util.io import strict_json_loads
+from judgekit._util.text import printable
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.errors import InputError
 

@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from judgekit._io import Version1, RECORD_CONFIG, iter_jsonl
+from judgekit._util.io import Version1, RECORD_CONFIG, iter_jsonl
 from judgekit.calibration.labels import Axis
 from judgekit.errors import InputError
 

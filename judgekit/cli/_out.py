@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from judgekit._text import json_text, one_line, printable, redact
+from judgekit._util.text import json_text, one_line, printable, redact
 
 __all__ = ["one_line", "say", "say_json", "say_rendered"]
 

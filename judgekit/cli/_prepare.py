@@ -14,7 +14,7 @@ def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
     """Before any work: refuse an --out that would overwrite an input, or an existing file that
     is not a previous ``what`` (``is_ours(path)`` tells; a snapshot, a rubric, a device is not),
     or a place that cannot be written (exit 2)."""
-    from judgekit._files import ensure_writable
+    from judgekit._util.files import ensure_writable
     from judgekit.errors import InputError
 
     target = out.resolve()
@@ -29,7 +29,7 @@ def prepare_out(out: Path, inputs: list[Path], *, what: str, is_ours) -> None:
 
 def json_file_is(test):
     """``is_ours`` for a JSON output: its parsed content passes ``test`` (unreadable: not ours)."""
-    from judgekit._io import MAX_FILE_BYTES, read_json
+    from judgekit._util.io import MAX_FILE_BYTES, read_json
     from judgekit.errors import InputError
 
     def is_ours(path: Path) -> bool:

@@ -141,7 +141,7 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
     if out is not None:
         import json
 
-        from judgekit._files import write_text_atomically
+        from judgekit._util.files import write_text_atomically
 
         reports = {o.rubric: o.report.model_dump(mode="json") for o in outcomes}
         write_text_atomically(out, json.dumps(reports, indent=2) + "\n")

@@ -224,7 +224,7 @@ def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> N
 
     The import is all or nothing: files appear in --out only when every record converted.
     """
-    from judgekit._files import protect
+    from judgekit._util.files import protect
     from judgekit.importers import accepted_options, get_importer
 
     importer = get_importer(fmt)

@@ -14,7 +14,7 @@ from judgekit.cli.loop_cmd import pinned_suite, suite_option
 def _is_otlp_logs(path: Path) -> bool:
     """``--otel`` may replace a file only when it is a previous export: its first line an OTLP
     logs request whose every scope is judgekit's (a collector's file of other logs is not)."""
-    from judgekit._io import iter_json_lines
+    from judgekit._util.io import iter_json_lines
     from judgekit.errors import InputError
     from judgekit.export._events import SCOPE
 

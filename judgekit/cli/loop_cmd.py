@@ -31,7 +31,7 @@ def check_outputs(outputs: dict[str, Path | None], protected: list[Path]) -> Non
     """Before any work: no output may name an input (``protected``: the suite's files, the
     history and its side files, the run and baseline records) or another output, and an
     existing file may be replaced only when it is not a run record or an SQLite file."""
-    from judgekit._files import ensure_writable
+    from judgekit._util.files import ensure_writable
     from judgekit.errors import InputError
     from judgekit.run.record import is_run_record
 

@@ -67,7 +67,7 @@ def safety(suite_path: Path, out, junit, markdown, html, history_path, record, a
     check_outputs({"--out": out, "--junit": junit, "--markdown": markdown, "--html": html}, protected)
     report = scan_suite(loaded, today=today, allow_dirty=allow_dirty, owner=owner, use_judge=not no_judge)
     if out is not None:
-        from judgekit._files import write_text_atomically
+        from judgekit._util.files import write_text_atomically
 
         write_text_atomically(out, report.model_dump_json(indent=2) + "\n")
     write_reports(report, junit=junit, markdown=markdown, html_path=html)

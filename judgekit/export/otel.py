@@ -177,7 +177,7 @@ def _judge_attributes(provenance) -> dict[str, Attribute]:
 
 
 def _explanation(head: str, lost: list[tuple[str, str]]) -> str:
-    from judgekit._text import redact
+    from judgekit._util.text import redact
 
     text = head + "".join(f"; {what}: {why}" if why else f"; {what}" for what, why in lost[:5])
     if len(lost) > 5:
@@ -236,7 +236,7 @@ def export_otel(run_path: str | Path, otel_file: str | Path | None = None, *, en
     import json
     from contextlib import ExitStack
 
-    from judgekit._files import AtomicFile, protect
+    from judgekit._util.files import AtomicFile, protect
 
     run_path = Path(run_path)
     context, items = open_events(run_path, suite=suite)

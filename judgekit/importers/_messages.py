@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from judgekit._io import MAX_DEPTH, describe_validation_error, strict_json_loads
+from judgekit._util.io import MAX_DEPTH, describe_validation_error, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.trajectory import Call, Trajectory, UserTurn
 

@@ -33,7 +33,7 @@ from typing import IO, Any
 import yaml
 from pydantic import BaseModel
 
-from judgekit._files import _protected, fsync_folder
+from judgekit._util.files import _protected, fsync_folder
 from judgekit.errors import InputError
 
 #: The day an imported rubric is registered on when neither the input nor ``--registered``

@@ -76,7 +76,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit._io import (
+from judgekit._util.io import (
     MAX_LINE_BYTES,
     describe_validation_error,
     has_lone_surrogate,

@@ -25,7 +25,7 @@ bytes, not its name):
 
 Every piece is parsed as strict JSON (duplicate keys, NaN, lone surrogates and deep nesting are
 refused; so is a field of the wrong type), and no piece may be longer than
-``judgekit._io.MAX_LINE_BYTES``; an error names the file, the sample (its number, id and epoch,
+``judgekit._util.io.MAX_LINE_BYTES``; an error names the file, the sample (its number, id and epoch,
 and in a ``.json`` log its line) and what is wrong, and a failed import writes nothing.
 
 Mapping, per sample:
@@ -99,7 +99,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from judgekit._io import (
+from judgekit._util.io import (
     MAX_DEPTH,
     MAX_LINE_BYTES,
     check_tree,

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import MAX_FILE_BYTES, read_json
+from judgekit._util.io import MAX_FILE_BYTES, read_json
 from judgekit.calibration.labels import Label
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError

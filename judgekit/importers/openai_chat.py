@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judgekit._io import MAX_FILE_BYTES, iter_json_lines, open_regular_file, read_json
+from judgekit._util.io import MAX_FILE_BYTES, iter_json_lines, open_regular_file, read_json
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import ImportWriter

@@ -85,7 +85,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit._io import (
+from judgekit._util.io import (
     MAX_LINE_BYTES,
     describe_validation_error,
     iter_json_lines,

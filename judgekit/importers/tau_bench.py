@@ -50,7 +50,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit._io import MAX_FILE_BYTES, describe_validation_error, read_json, sha256_json
+from judgekit._util.io import MAX_FILE_BYTES, describe_validation_error, read_json, sha256_json
 from judgekit._jsonschema import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory

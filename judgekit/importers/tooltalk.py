@@ -72,7 +72,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit._io import describe_validation_error, read_json
+from judgekit._util.io import describe_validation_error, read_json
 from judgekit.errors import InputError
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, Names, file_name
 from judgekit.rubric import Rubric

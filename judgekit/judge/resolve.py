@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass
 
-from judgekit._text import register_secret
+from judgekit._util.text import register_secret
 from judgekit.errors import ConfigError
 from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, check_pinned
 from judgekit.judge.target import Connection, JudgeTarget

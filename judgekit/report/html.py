@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit._text import printable, redact
+from judgekit._util.text import printable, redact
 from judgekit.axes import AXES, axis_named
 from judgekit.compare import FULL_MARKS
 
@@ -188,7 +188,7 @@ def render_html(data, *, max_trajectories: int = MAX_TRAJECTORIES) -> str:
 
 def write_html(data, path: str | Path, *, max_trajectories: int = MAX_TRAJECTORIES) -> None:
     """Render ``data`` and replace ``path`` with it atomically (secrets masked)."""
-    from judgekit._files import write_text_atomically
+    from judgekit._util.files import write_text_atomically
 
     write_text_atomically(path, render_html(data, max_trajectories=max_trajectories))
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from judgekit._text import printable, redact
+from judgekit._util.text import printable, redact
 from judgekit.compare import FULL_MARKS
 
 MESSAGE_CHARS = 1000
@@ -273,6 +273,6 @@ def render_junit(data) -> str:
 
 def write_junit(data, path: str | Path) -> None:
     """Write the JUnit XML of ``data`` to ``path`` (atomically)."""
-    from judgekit._files import write_text_atomically
+    from judgekit._util.files import write_text_atomically
 
     write_text_atomically(path, render_junit(data))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from judgekit._text import _UNSAFE, printable, redact
+from judgekit._util.text import _UNSAFE, printable, redact
 
 REGRESSION_ROWS = 30
 LOST_SHOWN = 3
@@ -291,6 +291,6 @@ def render_markdown(data) -> str:
 
 def write_markdown(data, path: str | Path) -> None:
     """Write the Markdown summary of ``data`` to ``path`` (atomically)."""
-    from judgekit._files import write_text_atomically
+    from judgekit._util.files import write_text_atomically
 
     write_text_atomically(path, render_markdown(data))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from judgekit._files import relative_to
-from judgekit._time import utc_now
-from judgekit._version import __version__
+from judgekit._util.files import relative_to
+from judgekit._util.clock import utc_now
+from judgekit._util.version import __version__
 from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
 from judgekit.judge.backend import Backend
 from judgekit.judge.resolve import Connector, JudgeOverride
@@ -152,7 +152,7 @@ async def run_suite_async(
     The footer is made by ``judgekit.run.remeasure.Measure`` from the results, exactly as a record
     read back is measured again.
     """
-    from judgekit._files import AtomicFile, protect
+    from judgekit._util.files import AtomicFile, protect
 
     options = options or RunOptions()
     loaded = suite if isinstance(suite, LoadedSuite) else load_suite(suite)

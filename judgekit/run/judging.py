@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from judgekit._io import RECORD_CONFIG, sha256_json
-from judgekit._text import redact
-from judgekit._time import utc_now
-from judgekit._version import __version__, code_sha256
+from judgekit._util.io import RECORD_CONFIG, sha256_json
+from judgekit._util.text import redact
+from judgekit._util.clock import utc_now
+from judgekit._util.version import __version__, code_sha256
 from judgekit.cache import CacheWriter, VerdictStore, cache_key
 from judgekit.judge.backend import Backend, CallFailed, CallRequest, LitellmBackend, litellm_version
 from judgekit.judge.local import compact_json_grammar

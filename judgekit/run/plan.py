@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judgekit._files import relative_to
+from judgekit._util.files import relative_to
 from judgekit.axes import axes_of, judged_axes
 from judgekit.checks.world_state import WorldState
 from judgekit.errors import ConfigError, InputError

@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from judgekit import _io
-from judgekit._files import relative_to
-from judgekit._io import (
+from judgekit._util import io as _io
+from judgekit._util.files import relative_to
+from judgekit._util.io import (
     Version2,
     RECORD_CONFIG,
     Timestamp,
@@ -34,7 +34,7 @@ from judgekit._io import (
     read_json,
     strict_json_loads,
 )
-from judgekit._time import utc_now
+from judgekit._util.clock import utc_now
 from judgekit.axes import axis_named
 from judgekit.errors import InputError
 from judgekit.gate import GateReport
@@ -154,7 +154,7 @@ class RunRecord(RunHeader, RunFooter):
 
     def write(self, path: str | Path) -> None:
         """Write this record to ``path`` as format 2 JSON Lines (atomically, secrets masked)."""
-        from judgekit._files import AtomicFile
+        from judgekit._util.files import AtomicFile
 
         path = Path(path)
         header = self.header

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judgekit._time import as_utc, utc_now
+from judgekit._util.clock import as_utc, utc_now
 from judgekit.compare import RunRows, judge_fingerprint, rows_of
 from judgekit.errors import InputError
 from judgekit.gate import Gate

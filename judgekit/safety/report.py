@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from judgekit._files import write_text_atomically
-from judgekit._text import one_line, redact
+from judgekit._util.files import write_text_atomically
+from judgekit._util.text import one_line, redact
 from judgekit.report.junit import xml_safe
 from judgekit.report.markdown import _UNSHOWN, escape
 from judgekit.safety.scan import SafetyReport

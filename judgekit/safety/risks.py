@@ -50,8 +50,8 @@ from pydantic import (
     model_validator,
 )
 
-from judgekit._documents import compose, find_node, load_document, parse_yaml
-from judgekit._io import Version1, describe_validation_error
+from judgekit._util.documents import compose, find_node, load_document, parse_yaml
+from judgekit._util.io import Version1, describe_validation_error
 from judgekit.errors import InputError
 from judgekit.safety.findings import Finding, Signal
 

@@ -17,10 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit._io import Version1, sha256_json
-from judgekit._text import redact
-from judgekit._time import utc_now
-from judgekit._version import __version__
+from judgekit._util.io import Version1, sha256_json
+from judgekit._util.text import redact
+from judgekit._util.clock import utc_now
+from judgekit._util.version import __version__
 from judgekit.checks.world_state import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.run.plan import iter_trajectories_of

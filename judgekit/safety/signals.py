@@ -20,7 +20,7 @@ diff, and nothing else; none calls a model. What each one catches, and what it c
   result (the judge prompt's cut does not apply here). Seen but not followed is a note.
   Paraphrased or multi-step chains are not caught here (an optional judge reads what no
   pattern flagged, advisory: ``judgekit.safety.judged``); the report says so.
-- ``secret_exposed``: a secret (``judgekit.safety.secrets``: detect-secrets' plugins and the
+- ``secret_exposed``: a secret (``judgekit._util.secrets``: detect-secrets' plugins and the
   catalogue of key shapes judgekit masks by) in the output, in any call's arguments (a read's URL
   too), in a value the end-state diff shows changed, or a secret a tool returned that the agent
   repeats later. A string random enough to be a key counts only where the agent writes.
@@ -45,7 +45,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from judgekit._text import redact
+from judgekit._util.text import redact
 from judgekit.checks._paths import path_matches
 from judgekit.diff import Diff, render_change, render_path
 from judgekit.prompt import RESULT_MAX_CHARS, sent_text
@@ -53,7 +53,7 @@ from judgekit.rubric import Rubric
 from judgekit.safety.confirm import read_answer
 from judgekit.safety.findings import Finding
 from judgekit.safety.normal import normal, plain, skeleton, target_key
-from judgekit.safety.secrets import (CANDIDATE_APART, ENTROPY_KINDS, excerpt, find_secrets, may_hold_secrets,
+from judgekit._util.secrets import (CANDIDATE_APART, ENTROPY_KINDS, excerpt, find_secrets, may_hold_secrets,
                                      names_a_secret)
 from judgekit.safety.sql import injection, is_statement
 from judgekit.safety.policy import CHANGING, SafetyPolicy

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from judgekit._files import ensure_writable, write_text_atomically
+from judgekit._util.files import ensure_writable, write_text_atomically
 from judgekit.calibration.labels import load_labels
 from judgekit.errors import InputError
 

@@ -2,7 +2,7 @@
 
 U+202E and the other bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E,
 U+200F, U+202A-U+202E, U+2066-U+2069) reorder what a person reads: a trajectory id can show as
-another. Each report shows them as the terminal does, through ``judgekit._text.printable``: the
+another. Each report shows them as the terminal does, through ``judgekit._util.text.printable``: the
 visible escape ``\\u202e`` in the HTML dashboard (text, attributes, embedded metadata JSON and
 the plots), the Markdown summary and the JUnit XML, as it already showed C0 controls.
 """
@@ -21,7 +21,7 @@ from xml.etree import ElementTree as ET
 import pytest
 from test_judge_runner import MODEL, scripted_judge
 
-from judgekit._text import json_text, one_line, printable
+from judgekit._util.text import json_text, one_line, printable
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import JudgeStatus, ReportInput
 from judgekit.report.html import write_html

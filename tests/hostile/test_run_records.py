@@ -230,7 +230,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path,
 
 def test_a_long_result_line_is_refused_by_its_length(failing, tmp_path, monkeypatch):
     """The 256 MiB line limit, scaled down: a result line past it is named, not read."""
-    import judgekit._io as io
+    import judgekit._util.io as io
 
     monkeypatch.setattr(io, "MAX_LINE_BYTES", 4096)
     H, R, F = parts(failing)
@@ -341,7 +341,7 @@ def test_a_first_line_past_the_line_limit_is_refused_by_its_length(failing, tmp_
     """The 256 MiB line limit, scaled down to 4 KiB. A header line past it must be named as
     too long at line 1 (not read whole as a format 1 document and called invalid JSON at line
     2: with a real 300 MB header line that fallback reads the whole file, ~1 GB resident)."""
-    import judgekit._io as io
+    import judgekit._util.io as io
 
     monkeypatch.setattr(io, "MAX_LINE_BYTES", 4096)
     H, R, F = parts(failing)

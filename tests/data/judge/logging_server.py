@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from judgekit._io import canonical_json
+from judgekit._util.io import canonical_json
 from judgekit.testing import Reply, ScriptedOpenAIServer
 
 _local = threading.local()

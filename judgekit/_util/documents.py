@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from judgekit._io import (
+from judgekit._util.io import (
     MAX_DEPTH,
     MAX_DOCUMENT_BYTES,
     describe_validation_error,

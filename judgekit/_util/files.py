@@ -2,7 +2,7 @@
 and checked before a long run so that a bad ``--out`` fails at once rather than at the end.
 
 Secrets (the judge's API key, common key shapes) are masked in everything written
-(``judgekit._text.redact``), and a command can protect its inputs (``protect``): a write that
+(``judgekit._util.text.redact``), and a command can protect its inputs (``protect``): a write that
 would replace one of them is refused, whatever path led to it.
 """
 
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from judgekit._text import redact
+from judgekit._util.text import redact
 from judgekit.errors import InputError
 
 _NOT_SUPPORTED = {errno.EINVAL, errno.ENOTSUP, errno.EBADF}
@@ -74,7 +74,7 @@ class AtomicFile:
     removed, and ``path`` is as it was). A new file gets ``0o666 & ~umask``; a replaced file keeps
     its permission bits. Failures raise InputError naming the path.
 
-    ``mask_secrets``: every piece is masked (``judgekit._text.redact``) before it is written;
+    ``mask_secrets``: every piece is masked (``judgekit._util.text.redact``) before it is written;
     pieces are whole lines or documents, so a key is never cut in two between them.
     """
 

@@ -17,7 +17,7 @@ the text holds what only the reference judges exactly (a number that may overflo
 of digits), the reference parses again and decides, in its own words and positions.
 
 JSON Lines files are read one line at a time, never whole. YAML documents (rubrics, suites)
-are read by ``judgekit._documents``.
+are read by ``judgekit._util.documents``.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ Secrets: the API keys judgekit reads from the environment are registered here
 (``register_secret``) and ``redact`` masks them as ``[REDACTED]`` in every text judgekit writes:
 run records, reports, the cache, the history, calibration files, the terminal. A server that
 echoes the key in an error body cannot get it written anywhere. Then it masks every secret
-``judgekit.safety.secrets.find_secrets`` finds, as ``[SECRET <kind> sha256:<8 hex>]``: what
+``judgekit._util.secrets.find_secrets`` finds, as ``[SECRET <kind> sha256:<8 hex>]``: what
 detect-secrets' detectors find (API keys and tokens, private keys, passwords, high-entropy
-strings) and every key shape of the catalogue (``judgekit._secret_shapes``: Anthropic, OpenAI,
+strings) and every key shape of the catalogue (``judgekit._util.secret_shapes``: Anthropic, OpenAI,
 Google, Hugging Face, an echoed Bearer header, ...). So a secret an agent leaked in its output,
 a call or its world is not copied into judgekit's files either, and what is masked here is what
 the safety scan reports, under the same name. Text with no candidate for it (no long key-like
@@ -79,12 +79,12 @@ def register_secret(value: str | None) -> None:
 
 def redact(text: str) -> str:
     """``text`` with every registered secret replaced by MASK, then every secret ``find_secrets``
-    finds (detect-secrets' detectors and the catalogue's shapes, ``judgekit._secret_shapes``) by
-    its own mask, ``[SECRET <kind> sha256:<8 hex>]`` (``judgekit.safety.secrets.mask_secrets``)."""
+    finds (detect-secrets' detectors and the catalogue's shapes, ``judgekit._util.secret_shapes``) by
+    its own mask, ``[SECRET <kind> sha256:<8 hex>]`` (``judgekit._util.secrets.mask_secrets``)."""
     global _mask_secrets
     for secret in sorted(_secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
     if _mask_secrets is None:  # imported here: light, and detect-secrets itself loads on a candidate only
-        from judgekit.safety.secrets import mask_secrets as _mask_secrets
+        from judgekit._util.secrets import mask_secrets as _mask_secrets
     return _mask_secrets(text)

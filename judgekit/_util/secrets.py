@@ -10,10 +10,10 @@ filters that read text (sequential strings, UUIDs, ``{templated}`` and ``$VARIAB
 indirect references such as ``get_password()``, ``..._id`` fields, values without a letter; not
 its allowlist comment: the text is hostile). Its "Public IP" detector is left out: an address is
 no secret, and endpoints are in every record. Then every match of a shape in
-``judgekit._secret_shapes`` (Anthropic, OpenAI project and admin keys, other ``sk-`` keys, Google
+``judgekit._util.secret_shapes`` (Anthropic, OpenAI project and admin keys, other ``sk-`` keys, Google
 API keys, Hugging Face, GitHub fine-grained tokens, Slack app tokens, npm tokens, an AWS secret
 access key by its key id or its name, a Bearer header and the rest of that list), the one
-catalogue ``judgekit._text.redact`` masks by too: whatever judgekit masks, this reports. Where a
+catalogue ``judgekit._util.text.redact`` masks by too: whatever judgekit masks, this reports. Where a
 detector and a shape name the same stretch, the detector's kind stays (detect-secrets' ``OpenAI
 Token`` for a key both find); over an entropy finding, the shape's kind wins (``Google API Key``,
 not ``Base64 High Entropy String``).
@@ -76,7 +76,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from judgekit._secret_shapes import find_shapes, may_hold_a_shape
+from judgekit._util.secret_shapes import find_shapes, may_hold_a_shape
 
 # The prefilter: a candidate is a run of 16+ key-like characters, a word of the keyword
 # detector's list (api_key, password, secret, ...), a PEM header, or URL credentials.
@@ -520,7 +520,7 @@ def _load() -> _Detectors:
 
 def detector_kinds() -> list[str]:
     """Every detect-secrets type name that ``find_secrets`` can report (the catalogue's kinds:
-    ``judgekit._secret_shapes.kinds``)."""
+    ``judgekit._util.secret_shapes.kinds``)."""
     return list(_load().kinds)
 
 

@@ -1,7 +1,7 @@
 """The one catalogue of secret shapes: the key formats judgekit masks and its safety scan reports.
 
-``judgekit.safety.secrets.find_secrets`` reports every match of a shape here, beside what
-detect-secrets' detectors find, and ``judgekit._text.redact`` masks what ``find_secrets`` finds:
+``judgekit._util.secrets.find_secrets`` reports every match of a shape here, beside what
+detect-secrets' detectors find, and ``judgekit._util.text.redact`` masks what ``find_secrets`` finds:
 so whatever judgekit masks by shape, its safety scan reports, under the same kind, and the mask
 is the same, ``[SECRET <kind> sha256:<8 hex>]``.
 
