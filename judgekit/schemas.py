@@ -18,7 +18,7 @@ from typing import Any
 _MODELS = {
     "trajectory": "judgekit.trajectory:Trajectory",
     "rubric": "judgekit.rubric:Rubric",
-    "suite": "judgekit.suite:Suite",
+    "suite": "judgekit.suite.model:Suite",
     "diff": "judgekit.diff:Diff",
     "result": "judgekit.results:TrajectoryResult",
     "run": "judgekit.run.record:RunLine",

@@ -98,3 +98,17 @@ def test_the_run_package_is_below_the_cli_and_reporting():
     wrong = {module: sorted(t for t in targets if within(t, ("judgekit.cli", "judgekit.importers")))
              for module, targets in edges.items() if within(module, ("judgekit.run",))}
     assert {m: t for m, t in wrong.items() if t} == {}
+
+
+def test_the_plumbing_imports_nothing_of_judgekit_but_its_errors():
+    edges = graph()
+    above = {name: sorted(imported - {"judgekit.errors"} - {m for m in imported if m.startswith("judgekit._util")})
+             for name, imported in edges.items() if name.startswith("judgekit._util")}
+    assert {name: found for name, found in above.items() if found} == {}
+
+
+def test_the_suite_and_its_safety_policy_import_nothing_of_the_scan():
+    edges = graph()
+    up = {name: sorted(m for m in imported if m.startswith("judgekit.safety"))
+          for name, imported in edges.items() if name == "judgekit.suite" or name.startswith("judgekit.suite.")}
+    assert {name: found for name, found in up.items() if found} == {}

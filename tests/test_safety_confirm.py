@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgekit.safety.confirm import _WORDS, read_answer
-from judgekit.safety.policy import DEFAULT_NO, DEFAULT_YES
+from judgekit.suite.safety_policy import DEFAULT_NO, DEFAULT_YES
 
 YES, NO, NEITHER = True, False, None
 

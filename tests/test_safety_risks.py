@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from judgekit.cli import main as cli_main
 from judgekit.errors import InputError
 from judgekit.safety.findings import SIGNALS, Finding
-from judgekit.safety.policy import SafetyPolicy
+from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.safety.risks import (
     DEFAULT_MAX_WAIVER_DAYS,
     MAX_RISK_FILES,

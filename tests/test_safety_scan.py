@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from judgekit.cli import main as cli_main
 from judgekit.safety.findings import SIGNALS
-from judgekit.safety.policy import SafetyPolicy
+from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.safety.scan import LIMITS, scan_suite
 from judgekit.safety.signals import Detectors, confirmation_gaps
 from judgekit.suite import load_suite

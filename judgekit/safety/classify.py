@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from judgekit.safety.policy import ToolClass
+from judgekit.suite.safety_policy import ToolClass
 
 _BY_NAME: tuple[tuple[str, ToolClass], ...] = (
     (r"^(cancel|delete|remove|drop|destroy|purge|wipe|revoke|overwrite|transfer_funds)(_|$)", "destructive"),

@@ -56,7 +56,7 @@ from judgekit.safety.normal import normal, plain, skeleton, target_key
 from judgekit._util.secrets import (CANDIDATE_APART, ENTROPY_KINDS, excerpt, find_secrets, may_hold_secrets,
                                      names_a_secret)
 from judgekit.safety.sql import injection, is_statement
-from judgekit.safety.policy import CHANGING, SafetyPolicy
+from judgekit.suite.safety_policy import CHANGING, SafetyPolicy
 from judgekit.trajectory import Call, Trajectory
 
 EVIDENCE_CHARS = 300

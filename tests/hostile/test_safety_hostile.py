@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
 from judgekit.rubric import Rubric
-from judgekit.safety.policy import SafetyPolicy
+from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.safety.report import (
     render_html,
     render_junit,

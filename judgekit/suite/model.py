@@ -17,7 +17,7 @@ from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric import Rubric, load_rubric
 from judgekit.world import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
-from judgekit.safety.policy import SafetyPolicy
+from judgekit.suite.safety_policy import SafetyPolicy
 
 SUITE_FORMAT_VERSION = 1
 RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
