@@ -145,8 +145,9 @@ def test_inert_when_not_configured(project, pytester):
     result.assert_outcomes(passed=1)
     report = json.loads((project / "modules.json").read_text())
     assert report["plugin"]  # the entry point loaded it...
-    # ...and it imported nothing of judgekit but the package's own two light modules.
-    assert set(report["loaded"]) <= {"judgekit", "judgekit._util.version", "judgekit.errors", "judgekit.pytest_plugin"}
+    # ...and it imported nothing of judgekit but the package's own light modules.
+    assert set(report["loaded"]) <= {"judgekit", "judgekit._util", "judgekit._util.version", "judgekit.errors",
+                                     "judgekit.pytest_plugin"}  # _util: its face, a docstring
     assert "judgekit.run" not in report["loaded"]
 
 
