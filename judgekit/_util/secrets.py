@@ -187,7 +187,7 @@ def excerpt(text: str, start: int, end: int, margin: int = 120) -> str:
 
 def find_secrets(text: str) -> list[SecretHit]:
     """The secrets in ``text``, in order and not overlapping; ``start``/``end`` index ``text``."""
-    if not _has_candidate(text):
+    if not may_hold_secrets(text):
         return []
     view, readings = _unescaped(text)
     view = _MASKED.sub(lambda m: " " * len(m.group()), view)  # a mask already there is no candidate
@@ -269,13 +269,9 @@ reaches across it: the keyword window is 10 characters)."""
 
 
 def may_hold_secrets(text: str) -> bool:
-    """Whether ``find_secrets`` may find anything in ``text``: False means it finds nothing.
-    Several short texts joined by ``CANDIDATE_APART`` are read in one pass."""
-    return _has_candidate(text)
-
-
-def _has_candidate(text: str) -> bool:
-    """Whether ``text`` holds any candidate or a shape's prefix: what most text costs (a few microseconds)."""
+    """Whether ``text`` holds any candidate or a shape's prefix (what most text costs, a few
+    microseconds): False means ``find_secrets`` finds nothing. Several short texts joined by
+    ``CANDIDATE_APART`` are read in one pass."""
     if any(next(found, None) is not None for found in (_words(text), _pems(text), _urls(text))):
         return True
     marked = text.encode("utf-8", "surrogatepass").translate(_KEY_LIKE_TO_A)

@@ -170,8 +170,7 @@ class Source:
     def strings(self) -> list[str]:
         """The text's strings as the tool gave them (a structured result's values, decoded, not
         its JSON rendering): what an agent copies into a query."""
-        if self.given is not None or self.call is None or self.call.error is not None \
-                or isinstance(self.call.result, str):
+        if self.is_text:
             return [self.text]
         return [text for text in _leaves(self.call.result) if text]
 
