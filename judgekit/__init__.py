@@ -49,7 +49,7 @@ _LAZY = {
     "gate": "judgekit.gate",
     "GateReport": "judgekit.gate",
     "calibrate": "judgekit.calibration.calibrate",
-    "calibrate_suite": "judgekit.calibration.calibrate",
+    "calibrate_suite": "judgekit.run.calibrate",
     "ApprovalRecord": "judgekit.calibration.approval",
     "Axis": "judgekit.axes",
     "AXES": "judgekit.axes",

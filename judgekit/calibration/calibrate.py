@@ -1,24 +1,20 @@
 """Calibration: measure a judge against human labels, decide per axis, record the decision.
 
 ``calibrate`` takes verdicts however they were produced (a run of this suite, another tool's
-verdicts file) and decides; ``calibrate_suite`` produces them by running the suite's judge on
-the labelled trajectories (``plan_run(select=labelled ids, repeats=k)``, through the cache),
-then calls ``calibrate`` per rubric and writes each approval record beside the verdicts it rests
-on (``judgekit.calibration.evidence``), from which the gate re-derives it.
+verdicts file) and decides. Producing them is a run's work: ``judgekit.run.calibrate.calibrate_suite``
+runs the suite's judge on the labelled trajectories and calls ``calibrate`` per rubric, so this
+package consumes verdicts only and imports nothing of the run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit._util.clock import as_utc, utc_now
 from judgekit._util.version import __version__
-from judgekit.axes import axis_named, judged_axes
+from judgekit.axes import axis_named
 from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
 from judgekit.calibration.approval import (
@@ -27,22 +23,18 @@ from judgekit.calibration.approval import (
     JudgeIdentity,
     Thresholds,
     drift_against,
-    latest_approval,
 )
 from judgekit.calibration.evidence import (
     CLOCK_SKEW,
-    relative_to_calibration,
     axis_threshold,
     items_of,
     kind_of,
     measure_axis,
-    write_calibration,
 )
-from judgekit.calibration.labels import Label, load_labels
+from judgekit.calibration.labels import Label
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import InputError
 from judgekit.results import AxisResultBase
-from judgekit.suite import LoadedSuite
 
 
 def verdict_record(trajectory_id: str, axis_result: AxisResultBase, repeat: int) -> JudgeVerdictRecord | None:
@@ -66,7 +58,7 @@ def verdict_record(trajectory_id: str, axis_result: AxisResultBase, repeat: int)
     return JudgeVerdictRecord(**common, score=value)
 
 
-def _unjudged(items, axes: Sequence[str], judged: set[tuple[str, str]]) -> list[JudgeVerdictRecord]:
+def unjudged_records(items, axes: Sequence[str], judged: set[tuple[str, str]]) -> list[JudgeVerdictRecord]:
     """An unscored verdict for each judged axis of a labelled trajectory that could not be put
     to the judge (an input error): the item still counts as labelled, so a judge is never
     approved on the items that happened to be readable."""
@@ -165,82 +157,3 @@ def check_label_dates(labels: Sequence[Label], path: Path, now=utc_now) -> None:
         if label.labeled_at is not None and as_utc(label.labeled_at) > limit:
             raise InputError(f"{label.trajectory_id[:80]!r} on {label.axis} is labelled "
                              f"{label.labeled_at.isoformat()}, in the future: fix its labeled_at", path)
-
-
-def calibrate_suite(
-    loaded: LoadedSuite,
-    labels_path: Path,
-    *,
-    calibration_dir: Path,
-    thresholds: Thresholds,
-    options=None,
-    repeats: int = 1,
-    seed: int = 0,
-    n_boot: int = 2000,
-    threshold: float | None = None,
-    write: bool = True,
-) -> list[RubricCalibration]:
-    """Run the suite's judge on the labelled trajectories (``repeats`` times each) and
-    calibrate each rubric's judge on them. Unless ``write`` is off, each approval record is
-    written with its evidence (``evidence.write_calibration``): the labels file must then lie in
-    the calibration folder, where the gate re-reads it."""
-    from judgekit.run.api import RunOptions, local_executor
-    from judgekit.run.merge import judged_results
-    from judgekit.run.plan import plan_run
-
-    options = options or RunOptions()
-    thresholds = Thresholds.of(thresholds)
-    if threshold is not None and threshold != thresholds.graded_pass:
-        raise InputError(f"--threshold {threshold:g} differs from the suite's approval.graded_pass "
-                         f"({thresholds.graded_pass:g}): the gate re-derives approvals with the suite's, so set it "
-                         "there", loaded.path)
-    labels = load_labels(labels_path)
-    if not labels:
-        raise InputError("no labels in the file", labels_path)
-    check_label_dates(labels, labels_path)
-    if write:
-        relative_to_calibration(calibration_dir, labels_path, "labels file")  # refused before any judge is paid
-    label_set_sha256 = hashlib.sha256(labels_path.read_bytes()).hexdigest()
-    plan = plan_run(loaded, select={label.trajectory_id for label in labels}, repeats=repeats,
-                    override=options.override, allow_floating=options.allow_floating)
-    if not plan.items:
-        raise InputError("none of the labelled trajectory ids is in the suite", labels_path)
-    verdicts = []
-    if plan.judgements:
-        executor = local_executor(loaded, options)
-        try:
-            verdicts = asyncio.run(executor.execute(plan.jobs))
-        finally:
-            executor.close()
-    by_rubric: dict[str, list[tuple[str, AxisResultBase, int]]] = defaultdict(list)
-    for item, axis, repeat, result in judged_results(plan, verdicts):
-        by_rubric[plan.items[item].rubric].append((plan.items[item].trajectory_id, result, repeat))
-    rubrics_seen = {result.rubric for result in plan.items}
-
-    outcomes = []
-    for rubric_ref in sorted(rubrics_seen):
-        rubric = loaded.rubrics[rubric_ref]
-        judged = by_rubric.get(rubric_ref, [])
-        ids = {result.trajectory_id for result in plan.items if result.rubric == rubric_ref}
-        axes = [axis.name for axis in judged_axes(rubric)]
-        records = [rec for tid, result, repeat in judged if (rec := verdict_record(tid, result, repeat)) is not None]
-        records += _unjudged([item for item in plan.items if item.rubric == rubric_ref], axes,
-                             {(tid, result.axis) for tid, result, _ in judged})
-        records.sort(key=lambda rec: (rec.trajectory_id, rec.axis, rec.effective_repeat))
-        rubric_labels = [label for label in labels if label.trajectory_id in ids and label.axis in axes]
-        if not records:
-            raise InputError(f"rubric {rubric_ref} has no judged axis among the labelled items", labels_path)
-        provenance = next((result.judge for _, result, _ in judged if result.judge is not None), None)
-        if provenance is None:
-            raise InputError(f"no judge verdict for rubric {rubric_ref}: every judged axis failed on input", labels_path)
-        refs = reference_labels(rubric_labels)
-        report = agreement(rubric_labels, records, seed=seed, n_boot=n_boot, threshold=thresholds.graded_pass,
-                           references=refs)
-        record = calibrate(
-            rubric_labels, records, JudgeIdentity.of(provenance), thresholds,
-            latest_approval(calibration_dir, rubric.id), axes=axes, labels_file=str(labels_path),
-            label_set_sha256=label_set_sha256, seed=seed, n_boot=n_boot, report=report, references=refs,
-        )
-        path = write_calibration(calibration_dir, record, records, labels_path) if write else None
-        outcomes.append(RubricCalibration(rubric_ref, report, record, path))
-    return outcomes

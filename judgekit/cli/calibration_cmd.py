@@ -90,7 +90,7 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
             say(f"spot check seed {seed} (pass --seed {seed} to draw the same sample again)")
         _spot_check(suite, labels_path, spot_check_n, seed, repeats, judge_model, judge_api_base, judge_api_key_env)
         return
-    from judgekit.calibration.calibrate import calibrate_suite
+    from judgekit.run.calibrate import calibrate_suite
     from judgekit.cli._render import progress_factory
     from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
@@ -151,7 +151,7 @@ def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence,
 
 def _spot_check(suite, labels_path, sample, seed, repeats, judge_model, judge_api_base, judge_api_key_env) -> None:
     """calibrate --spot-check: the recorded calibration questions re-asked, differences reported."""
-    from judgekit.calibration.spot_check import spot_check
+    from judgekit.run.calibrate import spot_check
     from judgekit.judge.resolve import JudgeOverride
     from judgekit.run import RunOptions
     from judgekit.suite import load_suite
