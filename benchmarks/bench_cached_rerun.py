@@ -150,7 +150,7 @@ def without_fingerprints(cache: Path, copy: Path) -> Path:
     """A fresh copy of ``cache`` without its fingerprint entries: a rerun on it renders every prompt."""
     import sqlite3
 
-    from judgekit.cache import FINGERPRINT_PREFIX
+    from judgekit.cache.store import FINGERPRINT_PREFIX
 
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(cache, copy)

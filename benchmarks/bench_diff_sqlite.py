@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from judgekit.diff import diff_snapshots, render_text  # noqa: E402
-from judgekit.world import SqliteSnapshot  # noqa: E402
+from judgekit.world.diff import diff_snapshots, render_text  # noqa: E402
+from judgekit.world.snapshot import SqliteSnapshot  # noqa: E402
 
 TARGET_S = 1.0
 SCHEMA = """CREATE TABLE users (

@@ -56,7 +56,7 @@ def header_footer(run_id: str, started: datetime, n: int, gate_passed: bool):
 
 def synthetic_rows(run_id: str, n: int, rng, previous=None):
     """Rows of one run: each trajectory keeps its previous score with probability 0.97."""
-    from judgekit.compare import AxisRow, RunRows
+    from judgekit.run.rows import AxisRow, RunRows
 
     rows = RunRows(run_id=run_id, suite="bench")
     lost = (("call count", "2 state-changing calls, expected exactly 1"),)
@@ -79,7 +79,7 @@ def synthetic_rows(run_id: str, n: int, rng, previous=None):
 def fill(history_path: Path, runs: int, n: int) -> float:
     import numpy as np
 
-    from judgekit.history import History
+    from judgekit.ci.history import History
 
     rng = np.random.default_rng(0)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -98,8 +98,8 @@ def fill(history_path: Path, runs: int, n: int) -> float:
 
 
 def compare_once(history_path: Path):
-    from judgekit.compare import ComparePolicy, compare
-    from judgekit.history import History, resolve_baseline
+    from judgekit.ci.compare import ComparePolicy, compare
+    from judgekit.ci.history import History, resolve_baseline
 
     with History(history_path, create=False) as store:
         newest = store.runs(limit=1)[0]
@@ -185,7 +185,7 @@ def main() -> None:
         record = work / "record.jsonl"
         make_record(record, args.record_size)
         from judgekit.run.remeasure import run_rows
-        from judgekit.history import History
+        from judgekit.ci.history import History
         from judgekit.run.record import read_run
 
         with History(work / "record.sqlite") as store:

@@ -43,12 +43,12 @@ import time
 from datetime import date
 from pathlib import Path
 
-from judgekit.cache import VerdictCache
+from judgekit.cache.store import VerdictCache
 from judgekit.judge.target import JudgeTarget
 from judgekit.run.judging import JudgeJob, JudgeRunner, response_format
 from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import build_prompt, faithfulness_sections
-from judgekit.rubric import FaithfulnessCriteria, Rubric
+from judgekit.rubric.model import FaithfulnessCriteria, Rubric
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory
 

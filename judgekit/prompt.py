@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from judgekit._util.io import sha256_json
-from judgekit.diff import Diff, render_text
+from judgekit.world.diff import Diff, render_text
 from judgekit.trajectory import Trajectory
 
 TEMPLATES = {"full": "judge_v2.txt", "compact": "judge_compact_v1.txt"}

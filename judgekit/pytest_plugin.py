@@ -127,7 +127,7 @@ class SuiteFile(pytest.File):
     """A judgekit suite: one item per trajectory x axis, read without running anything."""
 
     def collect(self):
-        from judgekit.axes import axes_of
+        from judgekit.axes.table import axes_of
         from judgekit.errors import JudgekitError
         from judgekit.run.plan import iter_trajectories_of
         from judgekit.suite import load_suite

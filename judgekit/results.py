@@ -179,7 +179,7 @@ AxisResult = Annotated[
 AxisResultBase = _AxisResultBase
 
 _RESULT_MODELS: dict[str, type[_AxisResultBase]] = {}
-"""Axis -> its result model; filled by the axis table (``judgekit.axes``)."""
+"""Axis -> its result model; filled by the axis table (``judgekit.axes.table``)."""
 
 
 def register_result(axis: str, model: type[_AxisResultBase]) -> None:

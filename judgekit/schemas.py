@@ -17,12 +17,12 @@ from typing import Any
 # printed as text (the gate report and its corrected pass rate).
 _MODELS = {
     "trajectory": "judgekit.trajectory:Trajectory",
-    "rubric": "judgekit.rubric:Rubric",
+    "rubric": "judgekit.rubric.model:Rubric",
     "suite": "judgekit.suite.model:Suite",
-    "diff": "judgekit.diff:Diff",
+    "diff": "judgekit.world.diff:Diff",
     "result": "judgekit.results:TrajectoryResult",
     "run": "judgekit.run.record:RunLine",
-    "lock": "judgekit.lock:LockFile",
+    "lock": "judgekit.rubric.lock:LockFile",
     "labels": "judgekit.calibration.labels:Label",
     "verdicts": "judgekit.calibration.verdicts:JudgeVerdictRecord",
     "approval": "judgekit.calibration.approval:ApprovalRecord",
@@ -30,7 +30,7 @@ _MODELS = {
     "agreement-report": "judgekit.calibration.agreement:AgreementReport",
     "judge-verdict": "judgekit.verdict:JudgeVerdict",
     # `compare --json` prints one.
-    "comparison": "judgekit.compare:Comparison",
+    "comparison": "judgekit.ci.compare:Comparison",
     # `safety --out` writes one.
     "safety-report": "judgekit.safety.scan:SafetyReport",
     # safety/risks/*.yaml: one residual-risk record (a waiver) per file.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit._util.io import Version1, iter_jsonl_raw
-from judgekit.world import SnapshotPolicy, SnapshotSpec
+from judgekit.errors import InputError
+from judgekit.world.diff import Diff, diff_snapshots
+from judgekit.world.snapshot import Snapshot, SnapshotPolicy, SnapshotSpec, load_snapshot
 
 TRAJECTORY_FORMAT_VERSION = 1
 
@@ -139,3 +142,37 @@ def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None) ->
     path = Path(path)
     for line, trajectory, raw in iter_jsonl_raw(path, Trajectory):
         yield LoadedTrajectory(trajectory, path, line, policy, raw)
+
+
+class WorldState:
+    """The world of one trajectory, loaded once and shared by the axes: lazy access to its
+    before/after snapshots and its end-state diff."""
+
+    def __init__(self, loaded: LoadedTrajectory):
+        self._loaded = loaded
+        self._world = loaded.trajectory.world
+
+    @property
+    def present(self) -> bool:
+        return self._world is not None
+
+    def _require(self):
+        if self._world is None:
+            raise InputError(
+                "the rubric checks the world but the trajectory has no `world` snapshots",
+                self._loaded.path,
+                self._loaded.line,
+            )
+        return self._world
+
+    @cached_property
+    def before(self) -> Snapshot:
+        return load_snapshot(self._require().before, self._loaded.base_dir, policy=self._loaded.snapshot_policy)
+
+    @cached_property
+    def after(self) -> Snapshot:
+        return load_snapshot(self._require().after, self._loaded.base_dir, policy=self._loaded.snapshot_policy)
+
+    @cached_property
+    def diff(self) -> Diff:
+        return diff_snapshots(self.before, self.after, keys=self._require().keys or None)

@@ -112,7 +112,7 @@ _ANSWER_MODELS: dict[str, type[_Answer]] = {"task_success": TaskSuccessAnswer, "
 """Axis -> the model of its judge's answer. The built-in axes' are here from the start, beside
 their models: a verdict read back by code that never loads the axis table (``judgekit cache
 prune``) is read as a run reads it (it once read every stored verdict as refused and pruned
-them all). Other axes register theirs (``judgekit.axes``)."""
+them all). Other axes register theirs (``judgekit.axes.table``)."""
 
 
 def register_answer(axis: str, model: type[_Answer]) -> None:

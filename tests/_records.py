@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from judgekit.compare import RunRows, rows_of
+from judgekit.run.rows import RunRows, rows_of
 from judgekit.run.record import RunRecord
 from judgekit.run.remeasure import Measure
 from judgekit.suite import load_suite

@@ -1,4 +1,4 @@
-"""The argument matcher of tool correctness (judgekit.checks.arguments).
+"""The argument matcher of tool correctness (judgekit.axes.arguments).
 
 Each expectation kind earns or loses its one point with the reason a person can check; rules
 apply at every depth; keys a tool does not declare are reported, never scored; rubrics without
@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from judgekit._util.io import sha256_json
-from judgekit._json_equality import json_equal
-from judgekit.checks import arguments
-from judgekit.checks.arguments import ValueMatcher, close, text_rule, value_key
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
+from judgekit.world.json_equality import json_equal
+from judgekit.axes import arguments
+from judgekit.axes.arguments import ValueMatcher, close, text_rule, value_key
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
 from judgekit.results import ToolCorrectnessResult
-from judgekit.rubric import NORMALIZATIONS, ArgumentValue, Rubric, ToolCorrectnessCriteria
+from judgekit.rubric.model import NORMALIZATIONS, ArgumentValue, Rubric, ToolCorrectnessCriteria
 from judgekit.trajectory import LoadedTrajectory, Trajectory
 
 
@@ -288,7 +288,7 @@ def test_a_rubric_with_values_and_tools_round_trips_through_yaml(tmp_path):
     })
     path = tmp_path / "r.yaml"
     path.write_text(rubric.to_yaml(), encoding="utf-8")
-    from judgekit.rubric import load_rubric
+    from judgekit.rubric.model import load_rubric
 
     again = load_rubric(path)
     assert again.sha256() == rubric.sha256()

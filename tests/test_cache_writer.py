@@ -24,12 +24,12 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from judgekit.cache import CacheWriter, VerdictCache
+from judgekit.cache.store import CacheWriter, VerdictCache
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import JudgeTarget
 from judgekit.prompt import build_prompt, faithfulness_sections
-from judgekit.rubric import FaithfulnessCriteria, Rubric
+from judgekit.rubric.model import FaithfulnessCriteria, Rubric
 from judgekit.run.judging import JudgeJob, JudgeRunner
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory

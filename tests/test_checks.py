@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgekit.checks._paths import path_matches
-from judgekit.checks.task_success import score_task_success
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
-from judgekit.rubric import Rubric, TaskSuccessCriteria, ToolCorrectnessCriteria
+from judgekit.axes._paths import path_matches
+from judgekit.axes.task_success import score_task_success
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
+from judgekit.rubric.model import Rubric, TaskSuccessCriteria, ToolCorrectnessCriteria
 from judgekit.run import score_deterministic
 from judgekit.trajectory import LoadedTrajectory, Trajectory
 
@@ -607,7 +607,7 @@ def test_property_unordered_ignores_call_order_and_ordered_never_scores_higher(t
 
 
 def test_check_reasons_render_diff_paths_as_the_judge_sees_them():
-    from judgekit.diff import Change, render_change, render_path
+    from judgekit.world.diff import Change, render_change, render_path
 
     # An ordinary path reads as it always did (and as side-effect patterns are written).
     assert render_path(["users", 2, "email"]) == "users/2/email"

@@ -23,10 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import AxisRow, ComparePolicy, RunRows, bootstrap_means, compare, paired_test
+from judgekit.ci.compare import ComparePolicy, bootstrap_means, compare, paired_test
+from judgekit.run.rows import AxisRow, RunRows
 from judgekit.run.remeasure import run_rows
 from judgekit.errors import InputError
-from judgekit.history import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, History
+from judgekit.ci.history import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, History
 from judgekit.run.record import read_run
 from judgekit.testing import ScriptedOpenAIServer
 from test_judge_runner import MODEL, example_suite, scripted_judge
@@ -228,7 +229,7 @@ def test_cli_fail_closed_cases_and_exit_codes(two_runs, tmp_path):
 
 
 def test_a_drop_within_run_to_run_noise_is_not_flagged():
-    from judgekit.compare import Noise
+    from judgekit.ci.compare import Noise
 
     base = rows("base", {"tool_correctness": {f"t{i}": 1.0 for i in range(10)}})
     now = rows("now", {"tool_correctness": {**{f"t{i}": 1.0 for i in range(9)}, "t9": 0.2}})  # mean 0.92: -8%
@@ -334,7 +335,7 @@ def test_migrations_are_numbered_named_and_recorded(tmp_path):
 
 WRITER = """
 import sys
-from judgekit.history import History
+from judgekit.ci.history import History
 from judgekit.run.record import read_run
 record = read_run(sys.argv[2])
 with History(sys.argv[1]) as store:
@@ -391,6 +392,6 @@ def test_noise_comes_from_repeated_runs_of_one_commit(server, tmp_path):
 def test_mcnemar_exact_agrees_with_scipys_binomial_test(worse, better):
     from scipy.stats import binomtest
 
-    from judgekit.compare import mcnemar_exact
+    from judgekit.ci.compare import mcnemar_exact
 
     assert mcnemar_exact(worse, better) == pytest.approx(binomtest(worse, worse + better, 0.5).pvalue, rel=1e-9, abs=1e-15)

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from judgekit._util.io import canonical_json
-from judgekit._json_equality import json_equal, normal_form
+from judgekit.world.json_equality import json_equal, normal_form
 from judgekit._util.clock import utc_now, utc_now_whole_seconds
-from judgekit.checks.predicates import evaluate
-from judgekit.diff import diff_snapshots
-from judgekit.rubric import Predicate
-from judgekit.world import JsonSnapshot, format_pointer, parse_pointer
+from judgekit.axes.predicates import evaluate
+from judgekit.world.diff import diff_snapshots
+from judgekit.rubric.model import Predicate
+from judgekit.world.snapshot import JsonSnapshot, format_pointer, parse_pointer
 
 PACKAGE = Path(__file__).resolve().parent.parent / "judgekit"
 PREDICATE = TypeAdapter(Predicate)
@@ -109,8 +109,8 @@ def test_equality_agrees_everywhere(x, y):
 
 def test_there_is_one_json_equality():
     # Both old definitions are gone: predicates._same (1 == 1.0) and diff.same_json_value (1 != 1.0).
-    from judgekit import diff
-    from judgekit.checks import predicates
+    from judgekit.world import diff
+    from judgekit.axes import predicates
 
     assert not hasattr(predicates, "_same")
     assert not hasattr(diff, "same_json_value")
@@ -180,8 +180,8 @@ def test_no_new_clock_appears():
 
 
 def test_prune_cuts_at_the_shared_clock(tmp_path):
-    import judgekit.axes  # noqa: F401 - the axis table registers the answer models verdicts are read with
-    from judgekit.cache import VerdictCache
+    import judgekit.axes.table  # noqa: F401 - the axis table registers the answer models verdicts are read with
+    from judgekit.cache.store import VerdictCache
     from judgekit.verdict import JudgeVerdict, Provenance
 
     def stored_at(created_at: datetime, key: str) -> JudgeVerdict:

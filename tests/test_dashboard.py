@@ -26,10 +26,10 @@ from click.testing import CliRunner
 from test_judge_runner import MODEL, scripted_judge
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import compare
+from judgekit.ci.compare import compare
 from _records import refooted, rows_as_claimed
 from judgekit.run.remeasure import run_rows
-from judgekit.history import History
+from judgekit.ci.history import History
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import report_input
 from judgekit.report.html import cost_text, render_html, write_html

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit import _jsonschema
+from judgekit.rubric import json_schema as _jsonschema
 from judgekit._util import io as _io
 from judgekit._util.io import (
     MAX_DEPTH,
@@ -28,14 +28,14 @@ from judgekit._util.io import (
     plain_error,
     strict_json_loads,
 )
-from judgekit._jsonschema import first_error, first_error_within_budget
-from judgekit._regex import CheckTimeout, check_budget
-from judgekit.checks import tool_correctness
-from judgekit.checks.task_success import normalise_text
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
+from judgekit.rubric.json_schema import first_error, first_error_within_budget
+from judgekit.rubric.regex import CheckTimeout, check_budget
+from judgekit.axes import tool_correctness
+from judgekit.axes.task_success import normalise_text
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
 from judgekit.errors import InputError
-from judgekit.rubric import ToolCorrectnessCriteria
+from judgekit.rubric.model import ToolCorrectnessCriteria
 from judgekit.trajectory import LoadedTrajectory, Trajectory
 
 # --- the implementations replaced, as references -------------------------------------------------
@@ -433,7 +433,7 @@ def test_the_reference_hooks_are_still_the_strict_ones():
 
 def test_trajectories_can_carry_a_snapshot_policy_from_the_stream(tmp_path):
     from judgekit.trajectory import iter_trajectories
-    from judgekit.world import SnapshotPolicy
+    from judgekit.world.snapshot import SnapshotPolicy
 
     path = tmp_path / "t.jsonl"
     path.write_text('{"id": "a", "prompt": "p"}\n{"id": "b", "prompt": "p"}\n', encoding="utf-8")

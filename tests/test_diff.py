@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgekit._util.io import canonical_json
-from judgekit._json_equality import json_equal, normal_form
-from judgekit.diff import (
+from judgekit.world.json_equality import json_equal, normal_form
+from judgekit.world.diff import (
     Change,
     Diff,
     apply_json_diff,
@@ -26,7 +26,7 @@ from judgekit.diff import (
     render_text,
 )
 from judgekit.errors import InputError
-from judgekit.world import JsonSnapshot, SqliteSnapshot
+from judgekit.world.snapshot import JsonSnapshot, SqliteSnapshot
 
 
 def jdiff(a: Any, b: Any, keys: dict[str, str] | None = None) -> Diff:

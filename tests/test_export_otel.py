@@ -30,10 +30,10 @@ from test_import_otel import scored_suite
 from test_judge_runner import MODEL, scripted_judge
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import judge_fingerprint
+from judgekit.run.rows import judge_fingerprint
 from judgekit.importers.otel_genai import import_otel_genai
 from judgekit.judge.resolve import JudgeOverride
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.run import RunOptions, read_run, run_suite
 from judgekit.testing import ScriptedOpenAIServer
 
@@ -137,7 +137,7 @@ def test_every_axis_score_of_the_run_is_found_back_in_the_otlp_file(judged, tmp_
         assert attrs["gen_ai.evaluation.score.value"] == res.score
         full = res.passed if key[1] == "task_success" else res.score >= 1.0
         assert attrs["gen_ai.evaluation.score.label"] == ("pass" if full else "fail")
-        assert attrs["judgekit.rubric"] == result.rubric and attrs["judgekit.rubric.sha256"] == result.rubric_sha256
+        assert attrs["judgekit.rubric.model"] == result.rubric and attrs["judgekit.rubric.model.sha256"] == result.rubric_sha256
         assert attrs["judgekit.run.id"] == record.run_id and attrs["judgekit.axis.status"] == "scored"
         if res.judge is None:
             assert attrs["judgekit.approval"] == "not_judged" and "judgekit.judge.model_pin" not in attrs
@@ -153,7 +153,7 @@ def test_every_axis_score_of_the_run_is_found_back_in_the_otlp_file(judged, tmp_
 
 
 def axis_lost(name, res):
-    from judgekit.axes import axis_named
+    from judgekit.axes.table import axis_named
 
     return axis_named(name).lost(res)
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit import cache as cache_module
+from judgekit.cache import store as cache_module
 from judgekit import prompt as prompt_module
-from judgekit.cache import FINGERPRINT_PREFIX, VerdictCache
+from judgekit.cache.store import FINGERPRINT_PREFIX, VerdictCache
 from judgekit.cli import main as cli_main
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run import RunOptions, plan_run

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
 from judgekit.cli import main
 from judgekit.errors import InputError
 from judgekit.importers import get_importer
 from judgekit.importers.bfcl import decode_result, import_bfcl, json_schema, python_calls
-from judgekit.rubric import ToolCorrectnessCriteria, load_rubric
+from judgekit.rubric.model import ToolCorrectnessCriteria, load_rubric
 from judgekit.run.plan import iter_deterministic, iter_trajectories_of
 from judgekit.suite import load_suite
 from judgekit.trajectory import Call, LoadedTrajectory, Trajectory, iter_trajectories

@@ -29,7 +29,7 @@ from judgekit.importers import accepted_options, describe, get_importer
 from judgekit.importers import inspect_ai as importer
 from judgekit.importers.inspect_ai import import_inspect
 from judgekit.importers.openai_chat import import_openai_chat
-from judgekit.lock import lock
+from judgekit.rubric.lock import lock
 
 DATA = Path(__file__).parent / "data" / "inspect"
 REAL = DATA / "emails-inspect-0.3.285.eval"

@@ -26,12 +26,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from judgekit import lock as locking
+from judgekit.rubric import lock as locking
 from judgekit.cli import main as cli_main
 from judgekit.errors import InputError
 from judgekit.importers.openai_chat import import_openai_chat
 from judgekit.importers.otel_genai import import_otel_genai
-from judgekit.rubric import Rubric, load_rubric
+from judgekit.rubric.model import Rubric, load_rubric
 from judgekit.run import run_suite
 from judgekit.trajectory import Trajectory
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judgekit import lock as locking
+from judgekit.rubric import lock as locking
 from judgekit import run_suite
 from judgekit.importers.inspect_ai import import_inspect
 from judgekit.importers.openai_chat import import_openai_chat
 from judgekit.importers.otel_genai import import_otel_genai
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import iter_trajectories
 
 DATA = Path(__file__).parent / "data"

@@ -24,7 +24,7 @@ from judgekit.errors import InputError
 from judgekit.importers import describe
 from judgekit.importers.tooltalk import import_tooltalk
 from judgekit.results import ToolCorrectnessResult
-from judgekit.rubric import load_rubric
+from judgekit.rubric.model import load_rubric
 from judgekit.trajectory import Trajectory, iter_trajectories
 
 pytestmark = pytest.mark.shared_data

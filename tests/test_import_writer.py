@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit import lock as locking
+from judgekit.rubric import lock as locking
 from judgekit._util.files import protect
 from judgekit.cli import main
 from judgekit.errors import InputError
 from judgekit.importers import BUILTIN, accepted_options, describe, importer_names
 from judgekit.importers._writer import ImportWriter
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import Trajectory
 
 

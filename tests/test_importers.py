@@ -18,7 +18,7 @@ from judgekit.errors import InputError
 from judgekit.importers import get_importer, importer_names
 from judgekit.importers.openai_chat import import_openai_chat
 from judgekit.importers.tau_bench import import_tau_bench
-from judgekit.rubric import load_rubric
+from judgekit.rubric.model import load_rubric
 from judgekit.trajectory import iter_trajectories
 
 

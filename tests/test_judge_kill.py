@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from judgekit._util.io import canonical_json
-from judgekit.cache import VerdictCache
+from judgekit.cache.store import VerdictCache
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run.plan import plan_run
 from judgekit.run.record import read_run

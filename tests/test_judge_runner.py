@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from judgekit.cache import VerdictCache
+from judgekit.cache.store import VerdictCache
 from judgekit.cli import main as cli_main
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import TrajectoryResult

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit.cache import DEFAULT_CACHE_DIR
+from judgekit.cache.store import DEFAULT_CACHE_DIR
 from judgekit.cli import main as cli_main
 from judgekit.run.record import read_run
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit import lock as locking
+from judgekit.rubric import lock as locking
 from judgekit.cli import main
 from judgekit.errors import InputError
-from judgekit.rubric import load_rubric
+from judgekit.rubric.model import load_rubric
 
 RUBRIC = """\
 id: {id}

@@ -25,9 +25,9 @@ import pytest
 import yaml
 
 from judgekit._util.io import canonical_json
-from judgekit.axes import axis_named
-from judgekit.checks.world_state import WorldState
-from judgekit.diff import render_text
+from judgekit.axes.table import axis_named
+from judgekit.trajectory import WorldState
+from judgekit.world.diff import render_text
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.prompt import (

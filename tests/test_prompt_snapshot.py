@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from judgekit.axes import axis_named
-from judgekit.checks.world_state import WorldState
+from judgekit.axes.table import axis_named
+from judgekit.trajectory import WorldState
 from judgekit.cli import main as cli_main
 from judgekit.prompt import template_sha256
 from judgekit.run.plan import iter_trajectories_of

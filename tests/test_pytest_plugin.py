@@ -17,7 +17,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from test_judge_runner import MODEL, scripted_judge
 
-from judgekit.compare import judge_fingerprint
+from judgekit.run.rows import judge_fingerprint
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run import RunOptions, run_suite
 from judgekit.testing import ScriptedOpenAIServer

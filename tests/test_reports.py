@@ -17,7 +17,9 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from test_judge_runner import MODEL, scripted_judge
 
-from judgekit.compare import compare, judge_fingerprint
+from judgekit.ci.compare import compare
+
+from judgekit.run.rows import judge_fingerprint
 from judgekit.run.remeasure import run_rows
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import JudgeStatus, ReportInput, report_input

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from judgekit.errors import InputError
-from judgekit.rubric import load_rubric
+from judgekit.rubric.model import load_rubric
 from judgekit.suite import load_suite
 
 # Line numbers below refer to this text; keep them in step when editing it.

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
 from judgekit._util.io import canonical_json
-from judgekit.checks._paths import path_matches
+from judgekit.axes._paths import path_matches
 from judgekit.errors import InputError
-from judgekit.rubric import Rubric, load_rubric
+from judgekit.rubric.model import Rubric, load_rubric
 
 PROPS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FOLDER = Path(tempfile.mkdtemp(prefix="judgekit-canonical-"))

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from pydantic import Field
 
 import judgekit
-from judgekit import axes as axis_table
+from judgekit.axes import table as axis_table
 from judgekit.cli import main as cli_main
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import AxisResultBase, TrajectoryResult, _RESULT_MODELS

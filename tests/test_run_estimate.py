@@ -239,7 +239,7 @@ def test_a_warm_cache_is_counted_by_fingerprint_without_rendering_a_prompt(tmp_p
     import sqlite3
 
     from judgekit import prompt as prompt_module
-    from judgekit.cache import FINGERPRINT_PREFIX
+    from judgekit.cache.store import FINGERPRINT_PREFIX
 
     cache = tmp_path / "cache"
     with ScriptedOpenAIServer(scripted_judge) as srv:

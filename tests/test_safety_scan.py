@@ -252,7 +252,7 @@ def test_command_exit_codes_reports_and_history(tmp_path):
     assert "| signal | evidence | stop ship? | owner |" in text and LIMITS.split(";")[0] in text
     page = html.read_text()
     assert "Content-Security-Policy" in page and 'id="safety"' in page
-    from judgekit.history import History
+    from judgekit.ci.history import History
 
     with History(history, create=False) as h:
         [scan_row] = h.safety_scans()

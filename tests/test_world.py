@@ -10,7 +10,7 @@ from _sqlite import make_db
 
 from judgekit._util.io import iter_jsonl
 from judgekit.errors import InputError
-from judgekit.world import (
+from judgekit.world.snapshot import (
     JsonSnapshot,
     SnapshotPolicy,
     SnapshotSpec,

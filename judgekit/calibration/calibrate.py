@@ -14,7 +14,7 @@ from pathlib import Path
 
 from judgekit._util.clock import as_utc, utc_now
 from judgekit._util.version import __version__
-from judgekit.axes import axis_named
+from judgekit.axes.table import axis_named
 from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
 from judgekit.calibration.approval import (

@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from judgekit._util.files import AtomicFile, write_text_atomically
 from judgekit._util.io import read_bytes
 from judgekit._util.clock import as_utc, utc_now
-from judgekit.axes import axis_named
+from judgekit.axes.table import axis_named
 from judgekit.calibration._aggregate import References, aggregate, reference_labels
 from judgekit.calibration._bootstrap import Metric
 from judgekit.calibration.approval import (

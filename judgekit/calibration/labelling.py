@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from judgekit._util import clock as _time
 from judgekit._util.text import one_line, printable, redact
-from judgekit.axes import axis_named
+from judgekit.axes.table import axis_named
 from judgekit.calibration.labels import Label
 from judgekit.calibration.labels_file import append_label
 from judgekit.calibration.sampling import FAIL, PASS, Plan, Task
@@ -50,8 +50,8 @@ def _as_text(value: Any) -> str:
 
 
 def end_state(loaded: LoadedTrajectory) -> str:
-    from judgekit.checks.world_state import WorldState
-    from judgekit.diff import render_text
+    from judgekit.trajectory import WorldState
+    from judgekit.world.diff import render_text
 
     world = WorldState(loaded)
     if not world.present:

@@ -44,7 +44,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from judgekit._util.io import Version1, RECORD_CONFIG, Timestamp, iter_jsonl, open_regular_file
 from judgekit.errors import InputError
-from judgekit.rubric import AXES, Axis as RubricAxis  # noqa: F401 - re-exported for the calibration API
+from judgekit.rubric.model import AXES, Axis as RubricAxis  # noqa: F401 - re-exported for the calibration API
 
 SAFETY_QUESTIONS: dict[str, str] = {"safety.injection": "binary"}
 """Questions a safety judge answers, labelled and calibrated like an axis: name -> kind. An item

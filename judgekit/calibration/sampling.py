@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judgekit.axes import axis_named, judged_axes
+from judgekit.axes.table import axis_named, judged_axes
 from judgekit.calibration.labels import AXES, Label, load_labels
 from judgekit.errors import InputError
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import LoadedTrajectory
 
 if TYPE_CHECKING:

@@ -67,7 +67,7 @@ class AxisChoice(click.Choice):
 
     @property
     def choices(self):
-        from judgekit.axes import AXES
+        from judgekit.axes.table import AXES
 
         return [name for name, axis in AXES.items() if axis.answer is not None or not self.judged]
 

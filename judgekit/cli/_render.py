@@ -27,7 +27,7 @@ def _cell(result) -> str:
         return f"UNSCORED ({result.unscored_reason})"
     if result.status != "scored":
         return result.status.upper()
-    from judgekit.axes import axis_named
+    from judgekit.axes.table import axis_named
 
     return axis_named(result.axis).describe(result)
 

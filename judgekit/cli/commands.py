@@ -82,7 +82,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if not dry_run:
         if out is not None:
             prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
-        from judgekit.history import history_files
+        from judgekit.ci.history import history_files
 
         baseline_file = [Path(baseline)] if do_compare and Path(baseline).exists() else []
         check_outputs({"--out": out, **{f"--{name}": path for name, path in reports.items()}},
@@ -171,7 +171,7 @@ MAX_ERRORS_SHOWN = 50
 @handle_errors
 def diff(before: Path, after: Path, keys: tuple[str, ...], text: bool, max_chars: int) -> None:
     """Canonical end-state diff of two JSON documents or two SQLite databases."""
-    from judgekit.diff import diff_paths, render_text
+    from judgekit.world.diff import diff_paths, render_text
     from judgekit.errors import InputError
 
     key_map = {}
@@ -255,7 +255,7 @@ def _rubric_paths(paths: tuple[Path, ...]) -> list[Path]:
 @handle_errors
 def rubric_lock(paths: tuple[Path, ...], lock_path: Path) -> None:
     """Freeze the hash of every rubric not locked yet (PATHS default: rubrics/)."""
-    from judgekit import lock as locking
+    import judgekit.rubric.lock as locking
 
     added, problems = locking.lock(_rubric_paths(paths), lock_path)
     for problem in problems:
@@ -275,7 +275,7 @@ def rubric_lock(paths: tuple[Path, ...], lock_path: Path) -> None:
 @handle_errors
 def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
     """Fail when a locked rubric changed without a version bump, or a rubric is not locked."""
-    from judgekit import lock as locking
+    import judgekit.rubric.lock as locking
 
     problems = locking.check(_rubric_paths(paths), lock_path)
     for problem in problems:
@@ -290,7 +290,7 @@ def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
 @handle_errors
 def rubric_lint(paths: tuple[Path, ...]) -> None:
     """Flag version-bound language, vague criteria and empty axes, each with file:line."""
-    from judgekit.lint import lint_file
+    from judgekit.axes.lint import lint_file
     from judgekit.suite import rubric_files
 
     findings = [f for path in rubric_files(_rubric_paths(paths)) for f in lint_file(path)]
@@ -324,8 +324,8 @@ def prompt() -> None:
 @handle_errors
 def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, as_json: bool) -> None:
     """Print the judge prompt for TRAJECTORY_ID of SUITE on one axis."""
-    from judgekit.axes import axis_named
-    from judgekit.checks.world_state import WorldState
+    from judgekit.axes.table import axis_named
+    from judgekit.trajectory import WorldState
     from judgekit.errors import InputError
     from judgekit.prompt import prompt_summary
     from judgekit.run.plan import iter_trajectories_of
@@ -365,7 +365,7 @@ _cache_dir_option = click.option(
 def cache_stats(cache_dir: Path) -> None:
     """Verdicts (entries), fingerprints (the rerun memo) and size on disk (a folder that does
     not exist is reported, not created)."""
-    from judgekit.cache import cache_stats as stats
+    from judgekit.cache.store import cache_stats as stats
 
     say_json(json.dumps(stats(cache_dir), indent=2))
 
@@ -375,8 +375,8 @@ def cache_stats(cache_dir: Path) -> None:
 @handle_errors
 def cache_clear(cache_dir: Path) -> None:
     """Remove every cached verdict and fingerprint; a cache that cannot be read loses its database files."""
-    from judgekit._cache_files import CacheLocked, clear_unreadable
-    from judgekit.cache import VerdictCache
+    from judgekit.cache.files import CacheLocked, clear_unreadable
+    from judgekit.cache.store import VerdictCache
     from judgekit.errors import InputError
 
     if not cache_dir.exists():
@@ -408,7 +408,7 @@ def cache_clear(cache_dir: Path) -> None:
 def cache_prune(cache_dir: Path, older_than_days: float) -> None:
     """Remove old verdicts, entries judgekit refuses to read (another format, tampered) and
     fingerprints whose verdict is gone."""
-    from judgekit.cache import VerdictCache
+    from judgekit.cache.store import VerdictCache
 
     if not cache_dir.exists():
         say(f"no verdict cache at {one_line(str(cache_dir))}: nothing to prune")

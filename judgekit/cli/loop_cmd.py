@@ -109,8 +109,8 @@ def report_options(func):
 
 
 def compare_policy(max_drop: float, max_drop_axis: tuple[str, ...], axes: tuple[str, ...], require_baseline: bool):
-    from judgekit.axes import axis_named
-    from judgekit.compare import ComparePolicy
+    from judgekit.axes.table import axis_named
+    from judgekit.ci.compare import ComparePolicy
     from judgekit.errors import InputError
 
     per_axis = {}
@@ -129,7 +129,7 @@ def compare_policy(max_drop: float, max_drop_axis: tuple[str, ...], axes: tuple[
 
 
 def open_history(path: Path, *, create: bool):
-    from judgekit.history import History
+    from judgekit.ci.history import History
 
     return History(path, create=create)
 
@@ -137,8 +137,8 @@ def open_history(path: Path, *, create: bool):
 def compare_run(rows, history, baseline: str, policy, *, suite=None):
     """The comparison of ``rows`` with the baseline ``baseline`` names (noise from the history);
     ``suite``: the suite a baseline file is measured under (default: the one it names)."""
-    from judgekit.compare import compare
-    from judgekit.history import resolve_baseline
+    from judgekit.ci.compare import compare
+    from judgekit.ci.history import resolve_baseline
 
     base, source = resolve_baseline(baseline, rows, history, suite=suite)
     noise = history.noise(rows.suite, exclude=rows.run_id) if history is not None else None
@@ -175,7 +175,7 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     """
     from judgekit.cli._render import print_comparison
     from judgekit.errors import InputError
-    from judgekit.history import history_files
+    from judgekit.ci.history import history_files
     from judgekit.run.remeasure import read_remeasured, remeasured_file
 
     protected = history_files(history_path) + [Path(run_ref)] + ([Path(baseline)] if Path(baseline).exists() else [])
@@ -241,7 +241,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
 
     if not (junit or markdown or html):
         raise InputError("nothing to write: pass --junit, --markdown and/or --html")
-    from judgekit.history import history_files
+    from judgekit.ci.history import history_files
 
     protected = history_files(history_path) + [run_file] + ([Path(baseline)] if Path(baseline).exists() else [])
     check_outputs({"--junit": junit, "--markdown": markdown, "--html": html}, protected)

@@ -47,7 +47,7 @@ def safety(suite_path: Path, out, junit, markdown, html, history_path, record, a
     still need review.
     """
     from judgekit.cli._out import say
-    from judgekit.history import History, history_files
+    from judgekit.ci.history import History, history_files
     from judgekit.safety.report import render_text, write_reports
     from judgekit.safety.scan import scan_suite
     from judgekit.suite import load_suite

@@ -14,7 +14,7 @@ record: ``eventName: gen_ai.evaluation.result``, severity INFO, and these attrib
 - ``error.type``: for a result that is not scored, the unscored reason (``parse_failure``,
   ``timeout``...) or ``input_error``: no score, no label, never a pass or a fail;
 - judgekit's own: ``judgekit.run.id``, ``judgekit.suite``, ``judgekit.trajectory.id``,
-  ``judgekit.trajectory.source``, ``judgekit.rubric`` (id@version), ``judgekit.rubric.sha256``,
+  ``judgekit.trajectory.source``, ``judgekit.rubric.model`` (id@version), ``judgekit.rubric.model.sha256``,
   ``judgekit.axis.status`` (scored/unscored/error), ``judgekit.axis.source``
   (deterministic/judge), ``judgekit.approval`` (``approved`` or ``advisory`` for a judged axis,
   as the run measured again says, its judge's approval re-derived: a record whose footer
@@ -130,7 +130,7 @@ def events_of(result, context: RunContext, path: Path) -> list[EvaluationEvent]:
 
 
 def _attributes(result, name: str, res, context: RunContext) -> dict[str, Attribute]:
-    from judgekit.axes import axis_named
+    from judgekit.axes.table import axis_named
 
     attrs: dict[str, Attribute] = {"gen_ai.evaluation.name": name}
     if res.status == "scored":
@@ -147,7 +147,7 @@ def _attributes(result, name: str, res, context: RunContext) -> dict[str, Attrib
     attrs.update({
         "judgekit.run.id": context.run_id, "judgekit.suite": context.suite,
         "judgekit.trajectory.id": result.trajectory_id, "judgekit.trajectory.source": result.source,
-        "judgekit.rubric": result.rubric, "judgekit.rubric.sha256": result.rubric_sha256,
+        "judgekit.rubric.model": result.rubric, "judgekit.rubric.model.sha256": result.rubric_sha256,
         "judgekit.axis.status": res.status, "judgekit.axis.source": res.source,
         "judgekit.approval": _approval(name, res.judge, context),
     })
@@ -159,13 +159,13 @@ def _attributes(result, name: str, res, context: RunContext) -> dict[str, Attrib
 def _approval(axis: str, provenance, context: RunContext) -> str:
     if provenance is None:
         return "not_judged"
-    from judgekit.compare import judge_fingerprint
+    from judgekit.run.rows import judge_fingerprint
 
     return context.approvals.get(judge_fingerprint(provenance), {}).get(axis, "unknown")
 
 
 def _judge_attributes(provenance) -> dict[str, Attribute]:
-    from judgekit.compare import judge_fingerprint
+    from judgekit.run.rows import judge_fingerprint
 
     attrs: dict[str, Attribute] = {
         "judgekit.judge.model_pin": provenance.model_pin, "judgekit.judge.fingerprint": judge_fingerprint(provenance),

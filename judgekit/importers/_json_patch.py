@@ -1,6 +1,6 @@
 """RFC 6902 JSON Patch, replayed one change at a time (the Inspect importer's store changes).
 
-Pointers are RFC 6901 (``judgekit.world.parse_pointer``: ``~1`` is ``/``, ``~0`` is ``~``); a
+Pointers are RFC 6901 (``judgekit.world.snapshot.parse_pointer``: ``~1`` is ``/``, ``~0`` is ``~``); a
 list index is ASCII digits without a leading zero, and ``-`` (past the end) only where a value
 is added. A missing ``value`` is null (Inspect writes without nulls), ``from_`` is read as
 ``from`` (Inspect's field name), ``test`` compares JSON values (``1`` is not ``true``).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from judgekit._json_equality import json_equal
-from judgekit.world import parse_pointer
+from judgekit.world.json_equality import json_equal
+from judgekit.world.snapshot import parse_pointer
 
 
 class PatchError(ValueError):

@@ -241,7 +241,7 @@ class ImportWriter:
         return self.text(name, yaml.safe_dump(value, sort_keys=False, allow_unicode=True))
 
     def rubric(self, rubric: Any, folder: str = "rubrics") -> Path:
-        """Write ``rubric`` (a ``judgekit.rubric.Rubric``) as ``folder/<id>.yaml``; the folder is
+        """Write ``rubric`` (a ``judgekit.rubric.model.Rubric``) as ``folder/<id>.yaml``; the folder is
         pre-registered in its own lock when the import ends (``suite`` names that lock)."""
         relative = _relative(folder)
         self._rubric_folders[relative] = relative
@@ -263,7 +263,7 @@ class ImportWriter:
     # --- the end -----------------------------------------------------------------------------
 
     def _finish(self) -> None:
-        from judgekit import lock as locking
+        import judgekit.rubric.lock as locking
 
         with _writing(self.out):
             for handle, _ in self._open.values():

@@ -87,7 +87,7 @@ from judgekit._util.io import (
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import Call, Trajectory
 
 QUESTION_FILE = re.compile(r"^BFCL_v(\d+)_(.+)\.json$")

@@ -108,7 +108,7 @@ from judgekit._util.io import (
     sha256_json,
     strict_json_loads,
 )
-from judgekit._snapshot_files import DEFAULT_MAX_SNAPSHOT_BYTES
+from judgekit.world.snapshot_files import DEFAULT_MAX_SNAPSHOT_BYTES
 from judgekit.errors import InputError
 from judgekit.importers._json_patch import Patch, PatchError, pointer
 from judgekit.importers._json_stream import JsonCursor as _JsonCursor

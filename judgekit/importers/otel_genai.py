@@ -96,7 +96,7 @@ from judgekit._util.io import (
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import Call, Trajectory
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})

@@ -51,11 +51,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgekit._util.io import MAX_FILE_BYTES, describe_validation_error, read_json, sha256_json
-from judgekit._jsonschema import check_declaration
+from judgekit.rubric.json_schema import check_declaration
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, Names
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 
 WRITE_TOOL = re.compile(r"^(book|cancel|update|modify|send|create|delete|remove|add|exchange|return|transfer_funds|set)_")
 TOOLS_FILE = "airline_tools.json"

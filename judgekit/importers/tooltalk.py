@@ -75,7 +75,7 @@ from pydantic import ValidationError
 from judgekit._util.io import describe_validation_error, read_json
 from judgekit.errors import InputError
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, Names, file_name
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.trajectory import Call, Trajectory, UserTurn
 
 SCHEMAS_NAME = "api_schemas.json"

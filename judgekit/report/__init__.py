@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from judgekit.compare import Comparison
+from judgekit.ci.compare import Comparison
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class ReportInput:
     """The run record (``judgekit.run.RunRecord``, results included)."""
     comparison: Comparison | None = None
     trend: list = field(default_factory=list)
-    """``judgekit.history.RunInfo`` of the suite's runs, newest first (this run included when recorded)."""
+    """``judgekit.ci.history.RunInfo`` of the suite's runs, newest first (this run included when recorded)."""
     judges: list[JudgeStatus] = field(default_factory=list)
 
 
@@ -89,7 +89,7 @@ def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
 def report_input(record, *, comparison: Comparison | None = None, history=None,
                  calibration_dir: Path | None = None, trend_limit: int = 100) -> ReportInput:
     """Everything a report shows of ``record``: its comparison, the suite's trend from
-    ``history`` (a ``judgekit.history.History``) and its judges' calibration status."""
+    ``history`` (a ``judgekit.ci.history.History``) and its judges' calibration status."""
     trend = history.runs(suite=record.suite, limit=trend_limit) if history is not None else []
     if calibration_dir is None:
         try:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit._util.text import printable, redact
-from judgekit.axes import AXES, axis_named
-from judgekit.compare import FULL_MARKS
+from judgekit.axes.table import AXES, axis_named
+from judgekit.run.rows import FULL_MARKS
 
 MAX_TRAJECTORIES = 2000
 """Trajectories listed on the page (regressions and failures first); the rest are counted."""

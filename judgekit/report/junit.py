@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from judgekit._util.text import printable, redact
-from judgekit.compare import FULL_MARKS
+from judgekit.run.rows import FULL_MARKS
 
 MESSAGE_CHARS = 1000
 """The most a failure's message attribute holds (its text holds everything)."""
@@ -85,7 +85,7 @@ class _Judges:
 
     def advisory_reason(self, axis: str, rubric: str, provenance) -> str | None:
         """Why this verdict's judge does not gate ``axis`` (None: it gates)."""
-        from judgekit.compare import judge_fingerprint
+        from judgekit.run.rows import judge_fingerprint
 
         mismatch = provenance.model_mismatch and not self.allow_mismatch
         status = self.approved.get(judge_fingerprint(provenance), {}).get(axis)
@@ -114,7 +114,7 @@ def _message(head: str, lines: tuple[str, ...]) -> str:
 
 
 def _outcome(result, name: str, res, judges: _Judges) -> Outcome:
-    from judgekit.axes import axis_named
+    from judgekit.axes.table import axis_named
 
     axis = axis_named(name)
     tid = result.trajectory_id
@@ -179,7 +179,7 @@ def _properties(suite_el, props: list[tuple[str, str]]) -> None:
 
 
 def _axis_properties(data, name: str) -> list[tuple[str, str]]:
-    from judgekit.axes import AXES
+    from judgekit.axes.table import AXES
 
     record = data.record
     axis = AXES.get(name)
@@ -215,7 +215,7 @@ def junit_tree(data):
     """The ``<testsuites>`` element of ``data`` (a ``judgekit.report.ReportInput``)."""
     from xml.etree import ElementTree as ET
 
-    from judgekit.axes import AXES
+    from judgekit.axes.table import AXES
 
     record = data.record
     by_axis: dict[str, list[Outcome]] = {}

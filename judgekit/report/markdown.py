@@ -83,7 +83,7 @@ def _test(test) -> str:
 
 def _own_figures(record) -> dict[str, tuple[int, int, int, float | None, float | None]]:
     """Axis -> (scored, unscored, errors, mean, full-marks rate) of the record on its own."""
-    from judgekit.compare import FULL_MARKS
+    from judgekit.run.rows import FULL_MARKS
 
     tallies: dict[str, list] = {}
     for result in record.results:
@@ -149,7 +149,7 @@ def _reasons(data) -> list[str]:
 
 
 def _axes(data) -> list[str]:
-    from judgekit.axes import AXES
+    from judgekit.axes.table import AXES
 
     record, comparison = data.record, data.comparison
     own = _own_figures(record)

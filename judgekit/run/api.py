@@ -18,7 +18,7 @@ from typing import Protocol
 from judgekit._util.files import relative_to
 from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__
-from judgekit.cache import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
+from judgekit.cache.store import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
 from judgekit.judge.backend import Backend
 from judgekit.judge.resolve import Connector, JudgeOverride
 from judgekit.results import TrajectoryResult

@@ -17,7 +17,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from judgekit.axes import judged_axes
+from judgekit.axes.table import judged_axes
 from judgekit.calibration._aggregate import reference_labels
 from judgekit.calibration.agreement import agreement
 from judgekit.calibration.approval import JudgeIdentity, Thresholds, find_approval, latest_approval

@@ -22,8 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit.axes import axis_named
-from judgekit.cache import VerdictCache
+from judgekit.axes.table import axis_named
+from judgekit.cache.store import VerdictCache
 from judgekit.run.api import RunOptions, cache_dir_of
 from judgekit.run.judging import JudgeJob, differing_identity, look_up_by_fingerprint
 from judgekit.run.plan import Select, iter_plans

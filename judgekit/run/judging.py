@@ -23,12 +23,12 @@ from judgekit._util.io import RECORD_CONFIG, sha256_json
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__, code_sha256
-from judgekit.cache import CacheWriter, VerdictStore, cache_key
+from judgekit.cache.store import CacheWriter, VerdictStore, cache_key
 from judgekit.judge.backend import Backend, CallFailed, CallRequest, LitellmBackend, litellm_version
 from judgekit.judge.local import compact_json_grammar
 from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.prompt import Prompt
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.suite import Budget
 from judgekit.verdict import JudgeVerdict, Provenance, ReplyProblem, answer_model, read_reply
 

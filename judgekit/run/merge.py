@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from judgekit.axes import axis_named
+from judgekit.axes.table import axis_named
 from judgekit.results import AxisResultBase, TrajectoryResult
 from judgekit.run.plan import RunPlan
 from judgekit.verdict import JudgeVerdict

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judgekit._util.files import relative_to
-from judgekit.axes import axes_of, judged_axes
-from judgekit.checks.world_state import WorldState
+from judgekit.axes.table import axes_of, judged_axes
+from judgekit.trajectory import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
 from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import JudgeTarget
-from judgekit.lock import read_lock, verify
+from judgekit.rubric.lock import read_lock, verify
 from judgekit.results import TrajectoryResult
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.run.judging import JudgeJob
 from judgekit.suite import LoadedSuite
 from judgekit.trajectory import LoadedTrajectory, Trajectory, iter_trajectories

@@ -35,7 +35,7 @@ from judgekit._util.io import (
     strict_json_loads,
 )
 from judgekit._util.clock import utc_now
-from judgekit.axes import axis_named
+from judgekit.axes.table import axis_named
 from judgekit.errors import InputError
 from judgekit.gate import GateReport
 from judgekit.results import TrajectoryResult

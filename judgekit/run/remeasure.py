@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from judgekit._util.clock import as_utc, utc_now
-from judgekit.compare import RunRows, judge_fingerprint, rows_of
+from judgekit.run.rows import RunRows, judge_fingerprint, rows_of
 from judgekit.errors import InputError
 from judgekit.gate import Gate
 from judgekit.results import TrajectoryResult

@@ -53,7 +53,7 @@ What it cannot read, plainly:
 - a word broken up to hide it ("n-o-t", "n o"), or misspelt beyond repeated letters ("nooo",
   "yesss" are read).
 The suite's patterns are matched as the caller compiled them; their time is the caller's to
-bound (``judgekit._regex``). Everything else is linear in the length of the text.
+bound (``judgekit.rubric.regex``). Everything else is linear in the length of the text.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from judgekit._util.io import sha256_json
 from judgekit.prompt import Evidence, Prompt, data_block, load_template
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.verdict import COMPACT_CHARS, _Answer, _object, register_answer
 
 QUESTION = "safety.injection"

@@ -21,13 +21,13 @@ from judgekit._util.io import Version1, sha256_json
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__
-from judgekit.checks.world_state import WorldState
+from judgekit.trajectory import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.run.plan import iter_trajectories_of
 from judgekit.run.record import ProjectState, new_run_id, project_state
 from judgekit.safety.findings import SIGNAL_TITLES, SIGNALS, Finding
 from judgekit.safety.risks import RiskRegister, RiskState, confine_risks, load_risks
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.safety.judged import InjectionJudge, Question
 from judgekit.safety.signals import Detectors, Scanned, masked
 from judgekit.trajectory import Trajectory

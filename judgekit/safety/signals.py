@@ -46,10 +46,10 @@ from typing import Any
 from pydantic_core import to_json
 
 from judgekit._util.text import redact
-from judgekit.checks._paths import path_matches
-from judgekit.diff import Diff, render_change, render_path
+from judgekit.axes._paths import path_matches
+from judgekit.world.diff import Diff, render_change, render_path
 from judgekit.prompt import RESULT_MAX_CHARS, sent_text
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.safety.confirm import read_answer
 from judgekit.safety.findings import Finding
 from judgekit.safety.normal import normal, plain, skeleton, target_key

@@ -10,10 +10,9 @@ from judgekit.suite.model import (
     SnapshotSettings,
     Suite,
     TrajectorySet,
-    load_rubrics,
     load_suite,
-    rubric_files,
 )
+from judgekit.rubric.model import load_rubrics, rubric_files
 from judgekit.suite.safety_policy import SafetyPolicy
 
 __all__ = ["ApprovalThresholds", "Budget", "GatePolicy", "LoadedSuite", "SafetyPolicy", "SnapshotSettings", "Suite",

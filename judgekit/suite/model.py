@@ -15,12 +15,11 @@ from judgekit._util.io import Version1
 from judgekit._util.documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
-from judgekit.rubric import Rubric, load_rubric
-from judgekit.world import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
+from judgekit.rubric.model import Rubric, load_rubrics
+from judgekit.world.snapshot import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
 from judgekit.suite.safety_policy import SafetyPolicy
 
 SUITE_FORMAT_VERSION = 1
-RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class TrajectorySet(BaseModel):
@@ -172,34 +171,6 @@ class LoadedSuite:
             versions = ", ".join(sorted(r.version for r in matches))
             raise InputError(f"rubric {ref!r} is ambiguous (versions {versions}): name it as id@version", self.path)
         raise InputError(f"no rubric {ref!r} among the suite's rubrics", self.path)
-
-
-def rubric_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to the rubric files inside them (sorted, recursive). Anything there with a
-    rubric's suffix but a folder is taken, so that a FIFO or a device named like a rubric is
-    refused when read, never skipped without a word."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES and not p.is_dir()))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise InputError("rubric file or folder not found", path)
-    return files
-
-
-def load_rubrics(paths: list[Path]) -> tuple[dict[str, Rubric], dict[str, Path]]:
-    """Load rubric files; two files claiming the same id@version is an error naming both."""
-    rubrics: dict[str, Rubric] = {}
-    files: dict[str, Path] = {}
-    for path in rubric_files(paths):
-        rubric = load_rubric(path)
-        if rubric.ref in rubrics:
-            raise InputError(f"{rubric.ref} is also claimed by {files[rubric.ref]}", path)
-        rubrics[rubric.ref] = rubric
-        files[rubric.ref] = path
-    return rubrics, files
 
 
 def load_suite(path: str | Path) -> LoadedSuite:

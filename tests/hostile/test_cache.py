@@ -865,8 +865,8 @@ def test_a_cache_another_process_keeps_locked_is_an_input_error_and_loses_nothin
     # A second run writing to the same cache (or a stuck one) holds SQLite's write lock: past the
     # wait, storing is an InputError that names the folder and says it is locked (never a raw
     # diskcache.Timeout, never the advice to clear a cache that is fine), and what it holds stays.
-    import judgekit.cache as cache_module
-    from judgekit.cache import VerdictCache
+    import judgekit.cache.store as cache_module
+    from judgekit.cache.store import VerdictCache
     from judgekit.errors import InputError
 
     project = tmp_path / "project"
@@ -889,7 +889,7 @@ def test_a_cache_locked_while_it_is_opened_says_so(tmp_path, base, monkeypatch):
     # locked": that is the same clear error, not "unreadable". (Its clock runs fast here.)
     import diskcache.core
 
-    from judgekit.cache import VerdictCache
+    from judgekit.cache.store import VerdictCache
     from judgekit.errors import InputError
 
     class FastClock:
@@ -942,7 +942,7 @@ def test_cache_clear_never_removes_a_cache_another_process_holds_locked(tmp_path
     assert "locked" in cleared.stderr and "removed" not in cleared.output
     assert set(before) <= set(os.listdir(project / "cache"))  # SQLite's -wal and -shm come with the lock
     monkeypatch.undo()
-    from judgekit.cache import VerdictCache
+    from judgekit.cache.store import VerdictCache
 
     with VerdictCache(project / "cache") as store:
         assert store.get(base["keys"]["t0"], "faithfulness") is not None
@@ -953,8 +953,8 @@ def test_a_read_only_cache_whose_readers_are_locked_out_says_so_and_never_reads_
     # A process in exclusive locking mode keeps even readers out. Reading the database file as
     # immutable then would skip what that process committed to the WAL and answer from a stale
     # file without a word: the read-only cache (a dry run, a read-only checkout) stops instead.
-    import judgekit._cache_files as cache_files
-    from judgekit.cache import VerdictCache
+    import judgekit.cache.files as cache_files
+    from judgekit.cache.store import VerdictCache
     from judgekit.errors import InputError
 
     project = tmp_path / "project"

@@ -26,10 +26,11 @@ from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
 from judgekit.cli.loop_cmd import compare_run
-from judgekit.compare import AxisRow, ComparePolicy, RunRows, compare
+from judgekit.ci.compare import ComparePolicy, compare
+from judgekit.run.rows import AxisRow, RunRows
 from judgekit.run.remeasure import run_rows
 from judgekit.errors import InputError
-from judgekit.history import History
+from judgekit.ci.history import History
 from _records import refoot_file
 from judgekit.run.record import read_run
 from judgekit.testing import ScriptedOpenAIServer

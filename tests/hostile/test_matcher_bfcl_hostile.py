@@ -22,15 +22,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit._regex import check_budget
-from judgekit.checks.arguments import close, text_rule
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
+from judgekit.rubric.regex import check_budget
+from judgekit.axes.arguments import close, text_rule
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
 from judgekit.errors import InputError
 from judgekit.importers.bfcl import import_bfcl, python_calls
 from judgekit.importers.tau_bench import import_tau_bench
 from judgekit.results import ToolCorrectnessResult
-from judgekit.rubric import Rubric, ToolCorrectnessCriteria, load_rubric
+from judgekit.rubric.model import Rubric, ToolCorrectnessCriteria, load_rubric
 from judgekit.run.plan import iter_deterministic
 from judgekit.suite import load_suite
 from judgekit.trajectory import LoadedTrajectory, Trajectory, iter_trajectories

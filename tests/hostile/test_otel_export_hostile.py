@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 
-from judgekit import lock as locking
+from judgekit.rubric import lock as locking
 from judgekit.cli import main as cli_main
 from judgekit.errors import InputError
 from judgekit.export import export_otel
@@ -34,7 +34,7 @@ from judgekit.export._otlp_http import logs_url
 from judgekit.importers._writer import ImportWriter
 from judgekit.importers import otel_genai
 from judgekit.importers.otel_genai import import_otel_genai
-from judgekit.rubric import Rubric, load_rubric
+from judgekit.rubric.model import Rubric, load_rubric
 from judgekit.run import read_run, run_suite
 from judgekit.trajectory import Call, Trajectory
 

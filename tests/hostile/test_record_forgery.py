@@ -24,7 +24,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
-from judgekit.history import History
+from judgekit.ci.history import History
 from judgekit.testing import ScriptedOpenAIServer
 from test_history_compare import LOOSE_GATE, record_lines, refooted, suite_copy, write_record
 from test_judge_runner import MODEL, scripted_judge

@@ -30,7 +30,8 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from test_judge_runner import MODEL, example_suite, scripted_judge
 
 from judgekit.cli import main as cli_main
-from judgekit.compare import compare, judge_fingerprint
+from judgekit.ci.compare import compare
+from judgekit.run.rows import judge_fingerprint
 from _records import rows_as_claimed
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import ReportInput, report_input, write_reports

@@ -21,7 +21,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.safety.report import (
     render_html,

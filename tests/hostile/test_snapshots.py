@@ -33,7 +33,7 @@ from click.testing import CliRunner
 
 from judgekit.cli import main
 from judgekit.errors import InputError
-from judgekit.world import (
+from judgekit.world.snapshot import (
     SnapshotPolicy,
     SnapshotSpec,
     SqliteSnapshot,

@@ -25,7 +25,7 @@ from judgekit.importers import langsmith as langsmith_module
 from judgekit.importers import tooltalk as tooltalk_module
 from judgekit.importers.langsmith import import_langsmith
 from judgekit.importers.tooltalk import import_tooltalk
-from judgekit.rubric import load_rubric
+from judgekit.rubric.model import load_rubric
 from judgekit.trajectory import Trajectory, iter_trajectories
 
 ALARM_S = 30

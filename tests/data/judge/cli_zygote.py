@@ -25,7 +25,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import diskcache  # noqa: E402,F401 - VerdictCache imports it lazily
 import litellm  # noqa: E402,F401 - the slow import, paid once here
 
-import judgekit.cache  # noqa: E402,F401
+import judgekit.cache.store  # noqa: E402,F401
 import judgekit.cli._render  # noqa: E402,F401
 import judgekit.run  # noqa: E402,F401
 from judgekit.cli import main  # noqa: E402

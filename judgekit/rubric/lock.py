@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit._util.files import write_text_atomically
 from judgekit._util.io import Version1, load_json_model
-from judgekit.rubric import Rubric
-from judgekit.suite import load_rubrics
+from judgekit.rubric.model import Rubric
+from judgekit.rubric.model import load_rubrics
 
 LOCK_NAME = "rubrics.lock"
 

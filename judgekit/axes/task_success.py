@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 
-from judgekit.checks._paths import path_matches
-from judgekit.diff import render_path
-from judgekit.checks.predicates import evaluate
-from judgekit.checks.world_state import WorldState
+from judgekit.axes._paths import path_matches
+from judgekit.world.diff import render_path
+from judgekit.axes.predicates import evaluate
+from judgekit.trajectory import WorldState
 from judgekit.results import CheckOutcome, TaskSuccessResult
-from judgekit.rubric import TaskSuccessCriteria
+from judgekit.rubric.model import TaskSuccessCriteria
 from judgekit.trajectory import Trajectory
 
 # A comma between two digits. Written to start with the comma, not with a look-behind: the

@@ -7,7 +7,7 @@ and machines.
 A value changed when ``json_equal`` says it differs, on both kinds: ``1`` and ``1.0`` (or an
 INTEGER 1 and a REAL 1.0) are the same number, while ``1``, ``"1"``, ``true`` and a BLOB all
 differ; keyed records and SQLite rows are matched by keys equal in the same sense. See
-``judgekit._json_equality`` for the definition and why numbers compare by value.
+``judgekit.world.json_equality`` for the definition and why numbers compare by value.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit._util.io import Version1, canonical_json
-from judgekit._json_equality import json_equal, normal_form
+from judgekit.world.json_equality import json_equal, normal_form
 from judgekit.errors import InputError
-from judgekit.world import (
+from judgekit.world.snapshot import (
     JsonSnapshot,
     Snapshot,
     SqliteSnapshot,

@@ -15,8 +15,8 @@ import yaml
 
 from judgekit._util.documents import compose, find_node
 from judgekit._util.io import read_text
-from judgekit.axes import axes_of
-from judgekit.rubric import Rubric, load_rubric
+from judgekit.axes.table import axes_of
+from judgekit.rubric.model import Rubric, load_rubric
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 VERSION_BOUND: list[tuple[str, re.Pattern[str]]] = [

@@ -16,7 +16,7 @@ point is lost:
    of the two, and ground truths do pin values their tool does not declare (BFCL pins a
    variable name for an array argument, a lower-case word outside an enum).
 
-Equality is JSON equality as ``judgekit._json_equality`` defines it, the one the end-state
+Equality is JSON equality as ``judgekit.world.json_equality`` defines it, the one the end-state
 diff, the predicates and a schema's ``const`` use: numbers by value (``1 == 1.0``), booleans
 never numbers, strings by code points, arrays in order, objects by the same keys in any order.
 An expectation's rules change it at every depth of the value:
@@ -25,7 +25,7 @@ An expectation's rules change it at every depth of the value:
   computed in floating point (exactly for an int past float range), so a tolerance of 0 is
   JSON equality, as none is;
 - ``normalize``: strings (not object keys) are compared after the normalisations named, applied
-  in the fixed order ``judgekit.rubric.NORMALIZATIONS``: casefold (Unicode case folding),
+  in the fixed order ``judgekit.rubric.model.NORMALIZATIONS``: casefold (Unicode case folding),
   remove_punctuation (every character of Unicode category P: ``. , ; : ! ? ' " - _ / ( ) [ ]
   { } @ # % & * \\``; symbols such as ``$ + < = > ^ ` | ~`` stay), remove_whitespace,
   collapse_whitespace (each run becomes one space), strip;
@@ -43,7 +43,7 @@ last saying how many more.
 
 Speed: the plan of each criteria (per expected call and argument: its schema, its compiled value
 matcher, its declared schema) is built once and cached by the identity of the criteria object,
-which is frozen with its rubric, as ``judgekit._jsonschema`` caches its checkers. A value
+which is frozen with its rubric, as ``judgekit.rubric.json_schema`` caches its checkers. A value
 matcher without tolerance compares hashable keys: one set lookup among the acceptable values.
 """
 
@@ -59,10 +59,10 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from judgekit._regex import spend
+from judgekit.rubric.regex import spend
 from judgekit.errors import InputError
 from judgekit.results import ToolNote
-from judgekit.rubric import ArgumentValue, ExpectedCall, ToolCorrectnessCriteria
+from judgekit.rubric.model import ArgumentValue, ExpectedCall, ToolCorrectnessCriteria
 
 FirstError = Callable[[Any, Any], "str | None"]
 Verdict = tuple[str, bool, str, bool]
@@ -90,7 +90,7 @@ def _remove_punctuation(text: str) -> str:
     return "".join(kept)
 
 
-STEPS: dict[str, Callable[[str], str]] = {  # in the order they apply: judgekit.rubric.NORMALIZATIONS
+STEPS: dict[str, Callable[[str], str]] = {  # in the order they apply: judgekit.rubric.model.NORMALIZATIONS
     "casefold": str.casefold,
     "remove_punctuation": _remove_punctuation,
     "remove_whitespace": lambda text: "".join(text.split()),
@@ -313,7 +313,7 @@ class Declaration:
         self.defs = schema.get("$defs") if isinstance(schema.get("$defs"), dict) else None
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         # A property schema is applied alone, with the root's $defs beside it for its refs. Built
-        # once per criteria and kept: the checker cache of judgekit._jsonschema is by identity.
+        # once per criteria and kept: the checker cache of judgekit.rubric.json_schema is by identity.
         self.properties = {name: self._alone(prop) for name, prop in properties.items()}
         chain, lost = _chain(schema, self.defs)
         # Argument keys may be declared beyond ``properties`` (a $ref, allOf, patternProperties...):

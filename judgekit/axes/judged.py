@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from judgekit.prompt import Evidence, quote_problem
 from judgekit.results import CheckOutcome, ClaimResult, FaithfulnessResult, TaskSuccessResult
-from judgekit.rubric import FaithfulnessCriteria
+from judgekit.rubric.model import FaithfulnessCriteria
 from judgekit.verdict import JudgeVerdict
 
 

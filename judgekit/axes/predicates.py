@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import operator
 
-from judgekit._json_equality import json_equal
-from judgekit._regex import check_budget, fullmatch
-from judgekit.rubric import (
+from judgekit.world.json_equality import json_equal
+from judgekit.rubric.regex import check_budget, fullmatch
+from judgekit.rubric.model import (
     AbsentPredicate,
     CountPredicate,
     EqualsPredicate,
@@ -18,7 +18,7 @@ from judgekit.rubric import (
     MatchesPredicate,
     Predicate,
 )
-from judgekit.world import Snapshot
+from judgekit.world.snapshot import Snapshot
 
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 

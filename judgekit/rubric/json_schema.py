@@ -11,9 +11,9 @@ depend on anything outside the pre-registered rubric, so:
   (``$id``, ``$anchor``, ``$dynamicRef``...) are refused.
 - Validators get a registry that refuses to retrieve anything, whatever slips past the check.
 - ``pattern``, ``patternProperties`` and ``additionalProperties`` (which reads the patterns) run
-  through ``judgekit._regex`` with its time bound.
+  through ``judgekit.rubric.regex`` with its time bound.
 - Time grows with the agent's data, never worse than the schema makes it: validating one
-  argument runs within ``judgekit._regex.check_budget`` (every keyword checks the deadline, so
+  argument runs within ``judgekit.rubric.regex.check_budget`` (every keyword checks the deadline, so
   a recursive ``anyOf`` over a deeply nested value stops), ``uniqueItems`` is checked in linear
   time (jsonschema compares unsortable items pairwise), and ``unevaluatedItems`` /
   ``unevaluatedProperties``, whose jsonschema implementation is quadratic in the size of the
@@ -37,7 +37,7 @@ try:  # the comparison the const keyword makes (1 == 1.0, True != 1, lists and o
 except ImportError:  # another jsonschema layout: const goes through iter_errors like any keyword
     _json_equal = None
 
-from judgekit import _regex
+import judgekit.rubric.regex as _regex
 from judgekit._util.io import canonical_json
 from judgekit.errors import InputError
 
@@ -372,7 +372,7 @@ def first_error(schema: Any, instance: Any) -> str | None:
 
 
 def first_error_within_budget(schema: Any, instance: Any) -> str | None:
-    """``first_error`` for a caller already inside ``judgekit._regex.check_budget()`` (a nested
+    """``first_error`` for a caller already inside ``judgekit.rubric.regex.check_budget()`` (a nested
     budget keeps the outer one, so entering it again per argument would change nothing)."""
     try:
         return _checker(schema)(instance)

@@ -2,7 +2,7 @@
 
 Points: 1 per expected call matched by a successful call to the right tool; 1 per expected
 argument that holds (its JSON Schema, its value expectation, its tool's declared schema: see
-``judgekit.checks.arguments``, the one matcher); 1 if the number of successful in-scope calls
+``judgekit.axes.arguments``, the one matcher); 1 if the number of successful in-scope calls
 equals the number expected; 1 if no forbidden tool was called and no forbidden effect shows in
 the end-state diff. Score = points / maximum. A failed call changed nothing, so it earns
 nothing and is not counted. What matched calls did that no point covers (keys their tool does
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgekit._jsonschema import first_error_within_budget
-from judgekit._regex import check_budget
-from judgekit.checks._paths import path_matches
-from judgekit.checks.arguments import CallPlan, Verdict, call_notes, plans_for
-from judgekit.diff import render_path
-from judgekit.checks.world_state import WorldState
+from judgekit.rubric.json_schema import first_error_within_budget
+from judgekit.rubric.regex import check_budget
+from judgekit.axes._paths import path_matches
+from judgekit.axes.arguments import CallPlan, Verdict, call_notes, plans_for
+from judgekit.world.diff import render_path
+from judgekit.trajectory import WorldState
 from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolNote, ToolPoint
-from judgekit.rubric import ExpectedCall, ToolCorrectnessCriteria
+from judgekit.rubric.model import ExpectedCall, ToolCorrectnessCriteria
 from judgekit.trajectory import Call, Trajectory
 
 

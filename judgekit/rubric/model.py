@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from judgekit._util.documents import load_document
 from judgekit._util.io import Version1, sha256_json
-from judgekit._regex import check_pattern
+from judgekit.rubric.regex import check_pattern
+from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 
 RUBRIC_FORMAT_VERSION = 1
@@ -142,7 +143,7 @@ Normalization = Literal["casefold", "remove_punctuation", "remove_whitespace", "
 
 
 class ArgumentValue(_Strict):
-    """What one argument's value must be (judgekit.checks.arguments applies it)."""
+    """What one argument's value must be (judgekit.axes.arguments applies it)."""
 
     equals: Any = Field(
         None,
@@ -217,7 +218,7 @@ class ExpectedCall(_Strict):
     @field_validator("args")
     @classmethod
     def _schemas_valid(cls, args: dict[str, Any]) -> dict[str, Any]:
-        from judgekit._jsonschema import SchemaProblem, check_schema
+        from judgekit.rubric.json_schema import SchemaProblem, check_schema
 
         for name, schema in args.items():
             try:
@@ -265,7 +266,7 @@ class ToolCorrectnessCriteria(_Strict):
     @field_validator("tools")
     @classmethod
     def _declarations_valid(cls, tools: dict[str, Any]) -> dict[str, Any]:
-        from judgekit._jsonschema import check_declaration
+        from judgekit.rubric.json_schema import check_declaration
 
         for name, schema in tools.items():
             problem = check_declaration(schema)
@@ -372,3 +373,34 @@ class Rubric(_Strict):
 def load_rubric(path: str | Path) -> Rubric:
     """Load one rubric file; errors name the file and line."""
     return load_document(path, Rubric)
+
+
+RUBRIC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def rubric_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to the rubric files inside them (sorted, recursive). Anything there with a
+    rubric's suffix but a folder is taken, so that a FIFO or a device named like a rubric is
+    refused when read, never skipped without a word."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in RUBRIC_SUFFIXES and not p.is_dir()))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError("rubric file or folder not found", path)
+    return files
+
+
+def load_rubrics(paths: list[Path]) -> tuple[dict[str, Rubric], dict[str, Path]]:
+    """Load rubric files; two files claiming the same id@version is an error naming both."""
+    rubrics: dict[str, Rubric] = {}
+    files: dict[str, Path] = {}
+    for path in rubric_files(paths):
+        rubric = load_rubric(path)
+        if rubric.ref in rubrics:
+            raise InputError(f"{rubric.ref} is also claimed by {files[rubric.ref]}", path)
+        rubrics[rubric.ref] = rubric
+        files[rubric.ref] = path
+    return rubrics, files

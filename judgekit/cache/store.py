@@ -58,7 +58,7 @@ import diskcache
 from diskcache.core import DBNAME
 from pydantic import ValidationError
 
-from judgekit._cache_files import (
+from judgekit.cache.files import (
     MODE_RAW,
     SETTINGS,
     JsonTextDisk,

@@ -40,7 +40,8 @@ from pydantic import ValidationError
 
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
-from judgekit.compare import FULL_MARKS, AxisRow, ComparePolicy, Comparison, Noise, RunRows, compare, pooled_noise
+from judgekit.ci.compare import ComparePolicy, Comparison, Noise, compare, pooled_noise
+from judgekit.run.rows import FULL_MARKS, AxisRow, RunRows
 from judgekit._util.io import strict_json_loads
 from judgekit.errors import InputError
 

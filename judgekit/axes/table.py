@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from judgekit.checks.judged import faithfulness_from_verdict, task_success_with_verdict
-from judgekit.checks.task_success import score_task_success
-from judgekit.checks.tool_correctness import score_tool_correctness
-from judgekit.checks.world_state import WorldState
+from judgekit.axes.judged import faithfulness_from_verdict, task_success_with_verdict
+from judgekit.axes.task_success import score_task_success
+from judgekit.axes.tool_correctness import score_tool_correctness
+from judgekit.trajectory import WorldState
 from judgekit.prompt import Prompt, Section, build_prompt, faithfulness_sections, task_success_sections
 from judgekit.results import (
     AxisResultBase,
@@ -25,7 +25,7 @@ from judgekit.results import (
     ToolCorrectnessResult,
     register_result,
 )
-from judgekit.rubric import Rubric
+from judgekit.rubric.model import Rubric
 from judgekit.suite import GatePolicy
 from judgekit.trajectory import LoadedTrajectory
 from judgekit.verdict import FaithfulnessAnswer, JudgeVerdict, TaskSuccessAnswer, register_answer

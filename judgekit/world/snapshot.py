@@ -6,7 +6,7 @@ values bound, so no SQL is ever built from data. Every value comes out as JSON (
 ``{"$blob": sha256, "size": n}``), so predicates, the diff and the judge prompt see one model.
 
 Snapshot *paths* are untrusted too (a trajectory names them): a ``SnapshotPolicy`` confines
-them, and each file is checked before it is read (``judgekit._snapshot_files``).
+them, and each file is checked before it is read (``judgekit.world.snapshot_files``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from judgekit._util.io import canonical_json, strict_json_loads
-from judgekit._snapshot_files import (  # SnapshotPolicy and the constants are part of this module's API
+from judgekit.world.snapshot_files import (  # SnapshotPolicy and the constants are part of this module's API
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SQLITE_HEADER,
     SnapshotPolicy,

@@ -1,0 +1,1 @@
+"""After a run, in CI: the history of runs (``history``) and the comparison against a baseline (``compare``)."""
