@@ -207,11 +207,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, error_body(message, "invalid_request_error", None))
             return
         scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
-        rendered, delay = owner._answer(request, api_key=key if scheme.lower() == "bearer" else None)
+        rendered, delay, hold = owner._answer(request, api_key=key if scheme.lower() == "bearer" else None)
         try:
-            held = not owner._released.is_set()
-            owner._released.wait()  # hold(): in flight until release(), or stop()
-            if (held and owner._stopping.is_set()) or (delay > 0 and owner._stopping.wait(delay)):
+            # A request that arrived held waits for release() (answered) or stop() (dropped);
+            # whether it was held is decided on arrival, under the lock, never read afterwards.
+            released = hold is None or owner._wait_for_release(hold)
+            if not released or (delay > 0 and owner._stopping.wait(delay)):
                 rendered = Rendered(status=0, body=None)  # stopping: drop what still waits
             if rendered.body is None:
                 self.close_connection = True
@@ -251,9 +252,10 @@ class ScriptedOpenAIServer:
         self._port = port
         self._lock = threading.Lock()
         self._in_flight_changed = threading.Condition(self._lock)
+        self._hold_changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
-        self._released = threading.Event()
-        self._released.set()
+        self._holding = False  # hold() until release() or stop(); read on arrival, under the lock
+        self._releases = 0  # release() calls that ended a hold: a held request waits for the next
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[Any] = set()
@@ -286,8 +288,12 @@ class ScriptedOpenAIServer:
         httpd, thread = self._httpd, self._thread
         if httpd is None or thread is None:
             return
-        self._stopping.set()
-        self._released.set()  # wakes held replies, which are then dropped
+        with self._lock:
+            # One step under the lock: a request either arrived before it (held, so dropped,
+            # as release() never came) or sees the server stopping. None is answered after.
+            self._stopping.set()
+            self._holding = False
+            self._hold_changed.notify_all()  # wakes held replies, which are then dropped
         httpd.shutdown()  # returns once serve_forever has stopped accepting
         thread.join(timeout_s)
         with self._lock:
@@ -379,11 +385,19 @@ class ScriptedOpenAIServer:
         """Keep every chat-completions request in flight, unanswered, until ``release()``
         (``stop()`` releases them too, dropping their replies). Requests are still recorded
         and counted on arrival."""
-        self._released.clear()
+        with self._lock:
+            self._holding = True
 
     def release(self) -> None:
-        """Answer the held requests (each still waits out its delay) and stop holding."""
-        self._released.set()
+        """Answer the held requests (each still waits out its delay) and stop holding.
+
+        Every request held when this is called is answered, even if ``stop()`` follows at once
+        (the reply may then still be cut by the closing connection)."""
+        with self._lock:
+            if self._holding:
+                self._holding = False
+                self._releases += 1
+                self._hold_changed.notify_all()
 
     def stats(self) -> dict[str, Any]:
         """What ``GET /_judgekit/stats`` answers."""
@@ -419,14 +433,28 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._counts[kind] += 1
 
+    def _wait_for_release(self, hold: int) -> bool:
+        """Block a request that arrived held (``hold``: the ``release()`` count then) until
+        ``release()`` (True: answer it) or ``stop()`` (False: drop it), whichever came first."""
+        with self._hold_changed:
+            self._hold_changed.wait_for(lambda: self._releases != hold or self._stopping.is_set())
+            return self._releases != hold
+
     def _done(self) -> None:
         with self._lock:
             self._in_flight -= 1
 
-    def _answer(self, request: dict[str, Any], *, api_key: str | None = None) -> tuple[Rendered, float]:
+    def _answer(
+        self, request: dict[str, Any], *, api_key: str | None = None
+    ) -> tuple[Rendered, float, int | None]:
         """Record the request and pick its answer; the caller must call ``_done`` after.
-        ``api_key``: the request's bearer token, which an ``auth_error`` reply echoes."""
+        ``api_key``: the request's bearer token, which an ``auth_error`` reply echoes.
+        Returns the answer, its delay, and, when the server holds replies, the ``release()``
+        count on arrival (for ``_wait_for_release``; None: not held)."""
         with self._lock:
+            # Whether it is held is taken with the arrival that wait_for_in_flight sees: a
+            # stop() woken by that arrival always finds this request held.
+            hold = self._releases if self._holding else None
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             self._in_flight_changed.notify_all()
@@ -439,10 +467,10 @@ class ScriptedOpenAIServer:
                 message = f"request #{n + 1}: {type(exc).__name__}: {exc}"
                 self._script_errors.append(message)
                 self._counts["script_error"] += 1
-                return Rendered(500, error_body(message, "script_error", "script_error")), 0.0
+                return Rendered(500, error_body(message, "script_error", "script_error")), 0.0, hold
             self._counts[reply.kind] += 1
         delay = reply.delay_s if reply.delay_s is not None else self.default_delay_s
-        return render(reply, request, created=int(time.time()), api_key=api_key), delay
+        return render(reply, request, created=int(time.time()), api_key=api_key), delay, hold
 
     # --- out of process -----------------------------------------------------------------------
 
