@@ -175,7 +175,7 @@ def test_no_new_clock_appears():
     # Only judgekit._util.clock reads the clock (runner.py, labelling.py, judge/jobs.py, cache.py and
     # calibration/approval.py did). A ratchet for the last copy of now(), in labelling.py, which is
     # being rewritten to use utc_now_whole_seconds: none may be added, and the set only shrinks.
-    assert _modules_with(r"datetime\.now\(|datetime\.utcnow\(|\btime\.time\(") <= {"clock.py", "_testing_server.py"}
+    assert _modules_with(r"datetime\.now\(|datetime\.utcnow\(|\btime\.time\(") <= {"clock.py", "server.py"}
     assert _modules_with(r"^\s*def (utc_)?now\(") <= {"clock.py", "labelling.py"}
 
 

@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from judgekit._testing_main import main as serve_main
+from judgekit.testing.main import main as serve_main
 from judgekit.testing import Reply, ScriptedOpenAIServer, ScriptSpec
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Self
 
 
-from judgekit._testing_replies import Reply, ScriptSpec
+from judgekit.testing.replies import Reply, ScriptSpec
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 # Talk to 127.0.0.1 directly even when http_proxy is set in the environment.

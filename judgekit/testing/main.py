@@ -1,4 +1,4 @@
-"""``python -m judgekit.testing``: the scripted server as a process of its own."""
+"""The command line of ``python -m judgekit.testing`` (run by its ``__main__``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from judgekit._util.documents import load_document
 from judgekit._util.io import describe_validation_error
-from judgekit._testing_replies import Reply, ScriptSpec
-from judgekit._testing_server import ScriptedOpenAIServer
+from judgekit.testing.replies import Reply, ScriptSpec
+from judgekit.testing.server import ScriptedOpenAIServer
 from judgekit.errors import InputError, JudgekitError
 
 

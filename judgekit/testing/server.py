@@ -1,4 +1,4 @@
-"""The scripted OpenAI-compatible HTTP server behind ``judgekit.testing``.
+"""The scripted OpenAI-compatible HTTP server of ``judgekit.testing``.
 
 A ``socketserver`` thread per connection (HTTP/1.1, keep-alive, Content-Length), bound to
 127.0.0.1 only. Stopping closes every open connection, wakes delayed and held replies and joins
@@ -20,10 +20,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
-from judgekit._testing_replies import Rendered, Reply, ScriptSpec, error_body, render
+from judgekit.testing.replies import Rendered, Reply, ScriptSpec, error_body, render
 
 if TYPE_CHECKING:
-    from judgekit._testing_spawn import SpawnedScriptedServer
+    from judgekit.testing.spawn import SpawnedScriptedServer
 
 HOST = "127.0.0.1"
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -485,7 +485,7 @@ class ScriptedOpenAIServer:
 
         Returns an unstarted handle; use it as a context manager or call ``start()``.
         """
-        from judgekit._testing_spawn import SpawnedScriptedServer, to_spec
+        from judgekit.testing.spawn import SpawnedScriptedServer, to_spec
 
         return SpawnedScriptedServer(
             to_spec(script), default_delay_s=default_delay_s, startup_timeout_s=startup_timeout_s

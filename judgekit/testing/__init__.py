@@ -82,15 +82,14 @@ from __future__ import annotations
 import json
 import re
 
-from judgekit._testing_main import main
-from judgekit._testing_replies import (
+from judgekit.testing.replies import (
     SCRIPT_FORMAT_VERSION,
     Reply,
     ReplyKind,
     ScriptSpec,
 )
-from judgekit._testing_server import Script, ScriptedOpenAIServer, ScriptFunction
-from judgekit._testing_spawn import SpawnedScriptedServer
+from judgekit.testing.server import Script, ScriptedOpenAIServer, ScriptFunction
+from judgekit.testing.spawn import SpawnedScriptedServer
 
 __all__ = [
     "SCRIPT_FORMAT_VERSION",
@@ -116,7 +115,4 @@ def prompt_items(user_message: str) -> dict[str, str]:
             items[match.group(1)] = json.loads(match.group(2))
     return items
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
