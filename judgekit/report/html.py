@@ -9,6 +9,8 @@ and claims with their citations.
 no network, deterministic SVG with a fixed hash salt and no date) and inlined as ``<svg>`` text,
 so the page carries no plotting library, loads nothing, and its plots show with scripts
 disabled. The only script is a few lines of plain JavaScript for the trajectory filter.
+The style sheet and that script are package data (``judgekit/report/assets``), inlined into
+the page.
 
 Everything read from a record is hostile: every piece of text, in the page, its attributes
 and its plots, has its control and bidirectional characters shown escaped (``\\u202e``, as on
@@ -22,6 +24,8 @@ import html
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 from judgekit._util.text import printable, redact
@@ -34,6 +38,12 @@ MAX_TEXT = 2000
 """Characters of one text from a record (a claim, a quote, a reason) shown before it is cut."""
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 PASS, FAIL, GREY, AMBER = "#1a7f37", "#cf222e", "#8c959f", "#bc4c00"
+
+
+@cache
+def _asset(name: str) -> str:
+    """A file of ``judgekit/report/assets`` (the page's style sheet and its one script), as text."""
+    return resources.files("judgekit.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _plain(value) -> str:
@@ -168,7 +178,7 @@ def render_html(data, *, max_trajectories: int = MAX_TRAJECTORIES) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{word} · {_e(record.suite)} · judgekit</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>\n{_asset('dashboard.css')}</style></head><body>",
         _banner(data, ok, lines, views),
         '<main>',
         _axes_table(data, views),
@@ -180,7 +190,7 @@ def render_html(data, *, max_trajectories: int = MAX_TRAJECTORIES) -> str:
         '</main>',
         (f'<footer>judgekit {_e(record.judgekit_version)} · run record format {record.format_version} · '
          'plots drawn by matplotlib as inline SVG; this page loads nothing from the network.</footer>'),
-        f"<script>{_JS}</script>",
+        f"<script>\n{_asset('dashboard.js')}</script>",
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -731,107 +741,3 @@ def _axis_detail(name: str, res) -> str:
                        f'<span class="claim">{_e(claim.claim)}</span>{cites}{err}</li>')
         parts.append(f'<ul class="checks claims">{"".join(out)}</ul>')
     return f'<div class="axis-detail">{"".join(parts)}</div>'
-
-
-_CSS = """
-:root{--pass:#1a7f37;--fail:#cf222e;--grey:#6e7781;--amber:#bc4c00;--line:#d0d7de;--bg:#f6f8fa}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328;background:#fff}
-main{padding:0 24px 24px;max-width:1400px;margin:0 auto}
-h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:14px 0 6px}
-h4{margin:10px 0 4px;font-size:14px}
-code{font:12px ui-monospace,"DejaVu Sans Mono",monospace;background:var(--bg);padding:0 3px;border-radius:3px;overflow-wrap:anywhere}
-.banner{padding:18px 24px;color:#fff}
-.banner.green{background:var(--pass)}.banner.red{background:var(--fail)}
-.headline{display:flex;align-items:baseline;gap:18px;flex-wrap:wrap}
-.word{font-size:44px;font-weight:800;letter-spacing:1px}
-.suite{font-size:22px;font-weight:600;word-break:break-word}
-.banner .status{font-size:16px;margin:4px 0}
-.reasons{margin:6px 0;padding-left:20px;font-size:15px}
-.meta{display:flex;gap:18px;flex-wrap:wrap;font-size:13px;opacity:.95;margin:8px 0 0}
-.meta b{font-weight:600;opacity:.8}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(240px,1fr));gap:12px;padding:16px 24px;max-width:1400px;margin:0 auto}
-.card{border:1px solid var(--line);border-left:8px solid var(--grey);border-radius:6px;padding:10px 14px;background:#fff}
-.card.pass{border-left-color:var(--pass)}.card.fail{border-left-color:var(--fail)}
-.card.flagged{border-left-color:var(--amber)}.card.advisory{border-left-color:var(--grey)}
-.card .name{font-weight:700;font-size:15px}.card .name i{font-weight:400;color:var(--grey);font-size:13px}
-.card .big{font-size:34px;font-weight:700;line-height:1.1;margin-top:4px}
-.card.fail .big{color:var(--fail)}.card.pass .big{color:var(--pass)}.card.flagged .big{color:var(--amber)}
-.card.advisory .big{color:var(--grey)}
-.card .sub{color:var(--grey);font-size:12px}
-.card .change{font-weight:600;margin-top:4px}.card.flagged .change{color:var(--amber)}
-.card .gate{font-size:12px;margin-top:4px}
-.scroll{overflow-x:auto}
-table{border-collapse:collapse;font-size:13px}
-th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
-thead th{background:var(--bg)}
-td[data-value]{font-variant-numeric:tabular-nums}
-tr.fail th{color:var(--fail)}tr.flagged th{color:var(--amber)}
-td.bad,p.bad{color:var(--fail)}
-.note{color:var(--grey);font-size:12.5px}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:16px}
-figure.plot{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px}
-figure.plot figcaption{font-weight:600;margin-bottom:4px}
-figure.plot svg{width:100%;height:auto;display:block}
-#plot-cost,#plot-calibration{max-width:760px;margin-top:10px}
-.regressions li{margin:2px 0}
-.filters{display:flex;gap:8px;align-items:center;margin:8px 0;flex-wrap:wrap}
-.filters input{padding:5px 8px;min-width:280px;border:1px solid var(--line);border-radius:4px}
-.filters select{padding:4px}
-.tlist{border:1px solid var(--line);border-radius:6px}
-.thead,.traj>summary{display:grid;grid-template-columns:minmax(12em,2fr) minmax(10em,1.5fr) repeat(var(--axes),minmax(6.5em,1fr));gap:8px;padding:5px 10px;align-items:center}
-.thead{background:var(--bg);font-weight:600;border-bottom:1px solid var(--line)}
-.traj{border-bottom:1px solid var(--line)}
-.traj[hidden]{display:none}
-.traj>summary{cursor:pointer;list-style:none}
-.traj>summary::-webkit-details-marker{display:none}
-.traj>summary:hover{background:var(--bg)}
-.traj[open]>summary{background:#eef4ff}
-.tid{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12.5px;word-break:break-all}
-.tid::before{content:"▸ ";color:var(--grey)}.traj[open] .tid::before{content:"▾ "}
-.rub{color:var(--grey);font-size:12.5px;word-break:break-all}
-.cell{font-weight:600;font-variant-numeric:tabular-nums}
-.cell.pass{color:var(--pass)}.cell.fail{color:var(--fail)}.cell.unscored,.cell.error,.cell.na{color:var(--grey)}
-.tag{color:var(--amber);font-family:system-ui,sans-serif;font-weight:700;font-size:12px}
-.tbody{padding:4px 16px 12px 28px;background:#fcfcfd}
-.tbody p{margin:4px 0}
-.axis-detail{border-left:3px solid var(--line);padding-left:10px;margin:8px 0}
-h4.pass{color:var(--pass)}h4.fail{color:var(--fail)}h4.unscored,h4.error{color:var(--grey)}
-h4 small{color:var(--grey);font-weight:400}
-ul.checks{list-style:none;padding-left:4px;margin:4px 0}
-ul.checks li{margin:2px 0;word-break:break-word}
-li.pass{color:#1f2328}li.pass::marker{color:var(--pass)}li.fail{color:var(--fail)}
-blockquote{margin:2px 0 2px 18px;padding:2px 8px;border-left:3px solid var(--line);color:#1f2328;font-size:12.5px;word-break:break-word}
-.src,.meta-line{color:var(--grey);font-size:12px;word-break:break-all}
-details.earned>summary{cursor:pointer;color:var(--grey);font-size:12.5px}
-footer{color:var(--grey);font-size:12px;padding:12px 24px;border-top:1px solid var(--line)}
-"""
-
-_JS = """
-(function(){
-  var box=document.getElementById('filters'); if(!box) return;
-  box.hidden=false;
-  var text=document.getElementById('f-text'), axis=document.getElementById('f-axis'),
-      status=document.getElementById('f-status'), count=document.getElementById('f-count');
-  var rows=Array.prototype.slice.call(document.querySelectorAll('details.traj'));
-  function apply(){
-    var q=text.value.trim().toLowerCase(), a=axis.value, s=status.value, n=0;
-    var want=s ? a+':'+s : (a==='*' ? '' : a+':any');
-    rows.forEach(function(r){
-      var hay=r.getAttribute('data-search')+' '+(q && r.textContent.toLowerCase());
-      var ok=(!q || hay.indexOf(q)>=0) &&
-             (!want || (' '+r.getAttribute('data-states')+' ').indexOf(' '+want+' ')>=0);
-      r.hidden=!ok; if(ok) n++;
-    });
-    count.textContent=n+' of '+rows.length+' shown';
-  }
-  text.addEventListener('input',apply); axis.addEventListener('change',apply); status.addEventListener('change',apply);
-  document.addEventListener('click',function(ev){
-    var link=ev.target.closest && ev.target.closest('a[data-open]'); if(!link) return;
-    var target=document.getElementById(link.getAttribute('href').slice(1));
-    if(target){ target.hidden=false; target.open=true; }
-  });
-  apply();
-})();
-"""
