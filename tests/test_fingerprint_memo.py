@@ -373,3 +373,25 @@ def test_a_refused_entry_of_a_read_only_cache_is_asked_once_however_many_windows
                                               cache_dir=cache, window=1))
     assert (estimate.to_ask, estimate.cache_refused) == (ledger.calls, refusal)
     assert rows(cache)[repeated] == tampered  # nothing written
+
+
+def test_the_code_digest_covers_every_module_and_prompt_of_the_package(tmp_path, monkeypatch):
+    # A module moved into judgekit/_util/ once hashed its own folder only: a change to the run,
+    # the axes or a prompt template kept the digest, so a memo outlived the code it held for.
+    import shutil
+
+    from judgekit._util import version
+
+    package = Path(version.__file__).resolve().parent.parent
+    copy = tmp_path / "judgekit"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(version, "__file__", str(copy / "_util" / "version.py"))
+    version.code_sha256.cache_clear()
+    digests = {version.code_sha256()}
+    for changed in ("prompt.py", "run/plan.py", "prompts/judge_v2.txt", "_util/text.py"):
+        path = copy / changed
+        path.write_bytes(path.read_bytes() + b"\n")
+        version.code_sha256.cache_clear()
+        digests.add(version.code_sha256())
+    version.code_sha256.cache_clear()  # the installed package's digest again for later tests
+    assert None not in digests and len(digests) == 5

@@ -22,7 +22,7 @@ def code_sha256() -> str | None:
     import jiter
     import pydantic
 
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent  # judgekit/, not this module's _util/
     digest = hashlib.sha256(f"python {platform.python_version()} pydantic {pydantic.VERSION} "
                             f"jiter {jiter.__version__}\0".encode())
     try:
