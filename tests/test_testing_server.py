@@ -372,6 +372,17 @@ def test_spawned_server_serves_and_counts():
         os.kill(proc_pid, 0)
 
 
+def test_the_spawned_server_runs_this_copy_of_judgekit():
+    # The child's PYTHONPATH starts with the folder holding judgekit/ (the package moved one
+    # folder down once, and the path pointed inside it: the child ran whichever copy was installed).
+    from pathlib import Path
+
+    import judgekit
+    from judgekit.testing import spawn
+
+    assert Path(spawn._PACKAGE_PARENT) == Path(judgekit.__file__).resolve().parent.parent
+
+
 def test_serve_command_rejects_a_bad_reply(capsys):
     assert serve_main(["serve", "--reply", '{"kind": "ok"}']) == 2
     assert "'ok' replies need `content`" in capsys.readouterr().err

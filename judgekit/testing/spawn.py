@@ -22,7 +22,7 @@ from typing import Any, Self
 
 from judgekit.testing.replies import Reply, ScriptSpec
 
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])  # the folder holding judgekit/: the child runs this copy
 # Talk to 127.0.0.1 directly even when http_proxy is set in the environment.
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
