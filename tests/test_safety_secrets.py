@@ -38,7 +38,7 @@ from judgekit._util import text as _text
 from judgekit._util.text import MASK, redact, register_secret
 from judgekit.cli import main as cli_main
 from judgekit.run.record import read_run
-from judgekit._util import secrets as secrets_module
+from judgekit._util import secret_detectors
 from judgekit._util.secrets import (
     detector_kinds,
     excerpt,
@@ -286,7 +286,7 @@ def test_text_without_a_candidate_never_reaches_detect_secrets(monkeypatch):
     def boom():
         raise AssertionError("detect-secrets was asked")
 
-    monkeypatch.setattr(secrets_module, "_load", boom)
+    monkeypatch.setattr(secret_detectors, "load", boom)
     quiet = {"tau_bench_reservation", "uuids", "judgekit_digests", "judgekit_model_pin", "cache_envelope", "slugs",
              "masks_written_earlier"}
     for param in ORDINARY:
@@ -311,10 +311,10 @@ def test_detect_secrets_is_imported_only_for_a_candidate():
 
 
 def test_threads_loading_and_scanning_at_once_agree(monkeypatch):
-    monkeypatch.setattr(secrets_module, "_detectors", None)  # the first calls load it, concurrently
+    monkeypatch.setattr(secret_detectors, "_detectors", None)  # the first calls load it, concurrently
     text = in_json(" ".join(p.values[1].format(p.values[0]) for p in PLANTED))
     expected = [h.kind for h in find_secrets(text)]
-    monkeypatch.setattr(secrets_module, "_detectors", None)
+    monkeypatch.setattr(secret_detectors, "_detectors", None)
     results: list[list[str]] = []
     barrier = threading.Barrier(8)
 
