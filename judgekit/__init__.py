@@ -12,6 +12,8 @@ The library API::
         baseline = history.last_green(record.suite)
         comparison = judgekit.compare_runs(rows, history.rows(baseline.run_id) if baseline else None)
         history.record(record, compare_passed=comparison.passed, rows=rows)
+    outcome = judgekit.finish(record, history=".judgekit/history.sqlite",   # or all of it in one call
+                              policy=judgekit.ComparePolicy(), reports=judgekit.Reports(junit="junit.xml"))
 
 Names are imported on first use, so ``import judgekit`` (and the CLI) stays fast.
 """
@@ -58,6 +60,9 @@ _LAZY = {
     "Comparison": "judgekit.ci.compare",
     "ComparePolicy": "judgekit.ci.compare",
     "History": "judgekit.ci.history",
+    "finish": "judgekit.ci.loop",
+    "Outcome": "judgekit.ci.loop",
+    "Reports": "judgekit.ci.loop",
     "report_input": "judgekit.report",
     "write_reports": "judgekit.report",
 }

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, AxisChoice, handle_errors
+from judgekit.cli._exit import EXIT_INPUT, AxisChoice, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 from judgekit.cli._prepare import prepare_out, suite_inputs
 from judgekit.cli.loop_cmd import (
     check_outputs,
     compare_options,
     compare_policy,
-    compare_run,
     history_option,
     open_history,
     report_options,
@@ -69,6 +68,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     --compare), 2 an input error (some trajectory could not be scored, or a bad flag or file),
     3 internal error. The gate is decided even when some trajectories could not be scored.
     """
+    from judgekit.ci.loop import Reports, finish
     from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
     from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
@@ -78,14 +78,14 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     init(tune_gc=True)  # a process that judges and ends: fewer, cheaper garbage collections
     loaded = load_suite(suite)
-    reports = {"junit": junit, "markdown": markdown, "html": html}
+    reports = Reports(junit=junit, markdown=markdown, html=html)
     if not dry_run:
         if out is not None:
             prepare_out(out, suite_inputs(loaded), what="a run record", is_ours=is_run_record)
         from judgekit.ci.history import history_files
 
         baseline_file = [Path(baseline)] if do_compare and Path(baseline).exists() else []
-        check_outputs({"--out": out, **{f"--{name}": path for name, path in reports.items()}},
+        check_outputs({"--out": out, **{f"--{name}": path for name, path in reports.targets().items()}},
                       suite_inputs(loaded) + history_files(history_path) + baseline_file)
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
@@ -116,8 +116,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
             if axis.status == "error":
                 errors.append((result.trajectory_id, axis.axis, axis.error or ""))
 
-    want_reports = any(reports.values())
-    record = run_suite(loaded, options=options, on_result=on_result, keep_results=want_reports, out=out,
+    record = run_suite(loaded, options=options, on_result=on_result, keep_results=bool(reports), out=out,
                        keep_rows=history is not None)
     if table is not None:
         table.print(record)
@@ -128,35 +127,33 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if len(errors) > MAX_ERRORS_SHOWN:
         say(f"judgekit: error: ... and {len(errors) - MAX_ERRORS_SHOWN} more axis error(s)"
             + (f" (all in {one_line(str(out))})" if out else ""), err=True)
-    report = record.gate_report
     if apply_gate:
         from judgekit.cli._render import print_gate
 
-        print_gate(report, err=fmt == "jsonl")  # stdout stays JSON Lines
-    comparison = None
-    if history is not None:
-        if policy is not None:
-            from judgekit.cli._render import print_comparison
-
-            comparison = compare_run(record.rows(), history, baseline, policy)
-            print_comparison(comparison, err=fmt == "jsonl")
-        info = history.record(record, compare_passed=comparison.passed if comparison else None)
-        say(f"recorded {info.run_id} in {one_line(str(history_path))}: {'green' if info.green else 'not green'}",
-            err=True)
-    if want_reports:
-        from judgekit.report import report_input, write_reports
-
-        data = report_input(record, comparison=comparison, history=history)
-        for path in write_reports(data, **reports):
-            say(f"wrote {one_line(str(path))}", err=True)
+        print_gate(record.gate_report, err=fmt == "jsonl")  # stdout stays JSON Lines
+    outcome = finish(record, history=history, policy=policy, baseline=baseline, reports=reports, gate=apply_gate,
+                     notify=_shown(history_path, err_only=fmt == "jsonl"))
     if history is not None:
         history.close()
-    if errors:
-        sys.exit(EXIT_INPUT)
-    if apply_gate and not report.passed:
-        sys.exit(EXIT_GATE_FAILED)
-    if comparison is not None and not comparison.passed:
-        sys.exit(EXIT_GATE_FAILED)
+    if outcome.exit_code:
+        sys.exit(outcome.exit_code)
+
+
+def _shown(history_path: Path, *, err_only: bool):
+    """What ``run`` says of each step of the CI loop as it is done."""
+
+    def show(step: str, value) -> None:
+        if step == "compared":
+            from judgekit.cli._render import print_comparison
+
+            print_comparison(value, err=err_only)
+        elif step == "recorded":
+            say(f"recorded {value.run_id} in {one_line(str(history_path))}: "
+                f"{'green' if value.green else 'not green'}", err=True)
+        elif step == "wrote":
+            say(f"wrote {one_line(str(value))}", err=True)
+
+    return show
 
 
 MAX_ERRORS_SHOWN = 50

@@ -134,17 +134,6 @@ def open_history(path: Path, *, create: bool):
     return History(path, create=create)
 
 
-def compare_run(rows, history, baseline: str, policy, *, suite=None):
-    """The comparison of ``rows`` with the baseline ``baseline`` names (noise from the history);
-    ``suite``: the suite a baseline file is measured under (default: the one it names)."""
-    from judgekit.ci.compare import compare
-    from judgekit.ci.history import resolve_baseline
-
-    base, source = resolve_baseline(baseline, rows, history, suite=suite)
-    noise = history.noise(rows.suite, exclude=rows.run_id) if history is not None else None
-    return compare(rows, base, policy, baseline_source=source, noise=noise)
-
-
 def _existing_history(path: Path):
     return open_history(path, create=False) if path.exists() else None
 
@@ -173,9 +162,10 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
     scored, or a missing baseline with --require-baseline. Exit 0 passed, 1 flagged or failed,
     2 input error.
     """
+    from judgekit.ci.history import history_files
+    from judgekit.ci.loop import compare_with_baseline
     from judgekit.cli._render import print_comparison
     from judgekit.errors import InputError
-    from judgekit.ci.history import history_files
     from judgekit.run.remeasure import read_remeasured, remeasured_file
 
     protected = history_files(history_path) + [Path(run_ref)] + ([Path(baseline)] if Path(baseline).exists() else [])
@@ -197,7 +187,7 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
         rows = history.rows(run_ref)
     else:
         raise InputError(f"RUN {run_ref!r}: no such run record file, and no run with that id in {history_path}")
-    comparison = compare_run(rows, history, baseline, policy, suite=suite)
+    comparison = compare_with_baseline(rows, history, baseline, policy, suite=suite)
     if as_json:
         say_json(comparison.model_dump_json(indent=2))
     else:
@@ -209,11 +199,11 @@ def compare_cmd(run_ref: str, baseline, max_drop, max_drop_axis, axes, require_b
 
 
 def _write_reports(record, comparison, history, junit, markdown, html, suite=None) -> None:
-    from judgekit.report import report_input, write_reports
+    from judgekit.ci.loop import Reports, write_run_reports
 
     calibration_dir = suite.resolve(suite.suite.calibration_dir) if suite is not None else None
-    data = report_input(record, comparison=comparison, history=history, calibration_dir=calibration_dir)
-    for path in write_reports(data, junit=junit, markdown=markdown, html=html):
+    for path in write_run_reports(record, Reports(junit=junit, markdown=markdown, html=html), comparison=comparison,
+                                  history=history, calibration_dir=calibration_dir):
         say(f"wrote {one_line(str(path))}", err=True)
 
 
@@ -236,6 +226,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
     unless --no-compare) and the suite's trend from the history when there is one. Writing
     them never fails on the run's figures: `compare` and `gate` decide pass or fail.
     """
+    from judgekit.ci.loop import compare_with_baseline
     from judgekit.errors import InputError
     from judgekit.run.remeasure import read_remeasured, run_rows
 
@@ -254,7 +245,7 @@ def report_cmd(run_file: Path, junit, markdown, html, baseline, max_drop, max_dr
     comparison = None
     if not no_compare:
         policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline)
-        comparison = compare_run(run_rows(record), history, baseline, policy, suite=suite)
+        comparison = compare_with_baseline(run_rows(record), history, baseline, policy, suite=suite)
     _write_reports(record, comparison, history, junit, markdown, html, suite)
 
 

@@ -1,17 +1,25 @@
 """Reports of a run: JUnit XML, a Markdown summary and a self-contained HTML dashboard.
 
-Each writer reads one ``ReportInput``: the run record (whole), its comparison with the
+Each renderer reads one ``ReportInput``: the run record (whole), its comparison with the
 baseline (if any), the suite's trend from the history (if any), and each judge's calibration
-status. ``report_input`` gathers them; the writers only render.
+status. ``report_input`` gathers them; the renderers return text (``render_report``), and one
+writer, ``write_report``, masks secrets and writes it atomically.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from judgekit.ci.compare import Comparison
+from judgekit.report.writer import write_report
+
+if TYPE_CHECKING:
+    from judgekit.ci.compare import Comparison
+
+__all__ = ["KINDS", "JudgeStatus", "ReportInput", "judge_statuses", "render_report", "render_reports", "report_input",
+           "write_report", "write_reports"]
 
 
 @dataclass(frozen=True)
@@ -100,23 +108,43 @@ def report_input(record, *, comparison: Comparison | None = None, history=None,
                        judges=judge_statuses(record, calibration_dir))
 
 
+KINDS = ("junit", "markdown", "html")
+"""The report kinds, in the order they are written."""
+
+
+def render_report(kind: str, data: ReportInput) -> str:
+    """The text of one report of ``data``: ``kind`` is one of ``KINDS``."""
+    if kind == "junit":
+        from judgekit.report.junit import render_junit
+
+        return render_junit(data)
+    if kind == "markdown":
+        from judgekit.report.markdown import render_markdown
+
+        return render_markdown(data)
+    if kind == "html":
+        from judgekit.report.html import render_html
+
+        return render_html(data)
+    raise ValueError(f"no report kind {kind!r}: one of {', '.join(KINDS)}")
+
+
+def render_reports(data: ReportInput, kinds: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(kind, text) of each report of ``kinds``, in ``KINDS`` order, each rendered when it is
+    asked for (the one before it is written by then)."""
+    wanted = set(kinds)
+    for kind in KINDS:
+        if kind in wanted:
+            yield kind, render_report(kind, data)
+
+
 def write_reports(data: ReportInput, *, junit: Path | None = None, markdown: Path | None = None,
                   html: Path | None = None) -> list[Path]:
-    """Write each report asked for (each atomically); the paths written."""
+    """Write each report asked for (each atomically, secrets masked); the paths written."""
+    targets = {kind: Path(path) for kind, path in (("junit", junit), ("markdown", markdown), ("html", html))
+               if path is not None}
     written = []
-    if junit is not None:
-        from judgekit.report.junit import write_junit
-
-        write_junit(data, junit)
-        written.append(Path(junit))
-    if markdown is not None:
-        from judgekit.report.markdown import write_markdown
-
-        write_markdown(data, markdown)
-        written.append(Path(markdown))
-    if html is not None:
-        from judgekit.report.html import write_html
-
-        write_html(data, html)
-        written.append(Path(html))
+    for kind, text in render_reports(data, targets):
+        write_report(targets[kind], text)
+        written.append(targets[kind])
     return written

@@ -101,9 +101,9 @@ def render_html(data, *, max_trajectories: int = MAX_TRAJECTORIES) -> str:
 
 def write_html(data, path: str | Path, *, max_trajectories: int = MAX_TRAJECTORIES) -> None:
     """Render ``data`` and replace ``path`` with it atomically (secrets masked)."""
-    from judgekit._util.files import write_text_atomically
+    from judgekit.report.writer import write_report
 
-    write_text_atomically(path, render_html(data, max_trajectories=max_trajectories))
+    write_report(path, render_html(data, max_trajectories=max_trajectories))
 
 
 def _banner(data, ok: bool, lines: list[str], views: list[_AxisView]) -> str:

@@ -272,7 +272,7 @@ def render_junit(data) -> str:
 
 
 def write_junit(data, path: str | Path) -> None:
-    """Write the JUnit XML of ``data`` to ``path`` (atomically)."""
-    from judgekit._util.files import write_text_atomically
+    """Write the JUnit XML of ``data`` to ``path`` (atomically, secrets masked)."""
+    from judgekit.report.writer import write_report
 
-    write_text_atomically(path, render_junit(data))
+    write_report(path, render_junit(data))

@@ -290,7 +290,7 @@ def render_markdown(data) -> str:
 
 
 def write_markdown(data, path: str | Path) -> None:
-    """Write the Markdown summary of ``data`` to ``path`` (atomically)."""
-    from judgekit._util.files import write_text_atomically
+    """Write the Markdown summary of ``data`` to ``path`` (atomically, secrets masked)."""
+    from judgekit.report.writer import write_report
 
-    write_text_atomically(path, render_markdown(data))
+    write_report(path, render_markdown(data))

@@ -25,7 +25,7 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import main as cli_main
-from judgekit.cli.loop_cmd import compare_run
+from judgekit.ci.loop import compare_with_baseline as compare_run
 from judgekit.ci.compare import ComparePolicy, compare
 from judgekit.run.rows import AxisRow, RunRows
 from judgekit.run.remeasure import run_rows
