@@ -18,6 +18,11 @@ is skipped with the reason when the verdict is unscored or its judge is advisory
 by calibration), and is an error when the axis could not be scored (bad input). These are the
 JUnit report's rules (``judgekit.report.junit.outcomes``).
 
+With ``--judgekit-history PATH`` each suite's run is also recorded in that run history and
+compared with the suite's last green run there, as ``judgekit run --compare`` does (through
+``judgekit.finish``): one more item per suite, ``suite.yaml::compare``, fails when the comparison
+flags or fails.
+
 The ``judgekit_run`` fixture runs a suite for a test of one's own: ``judgekit_run(path, **options)``
 returns the ``RunRecord`` (options are ``judgekit.run.RunOptions`` fields).
 """
@@ -41,13 +46,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Send judge questions to this OpenAI-compatible endpoint.")
     group.addoption("--judgekit-cache-dir", default=None, metavar="DIR",
                     help="The verdict cache (default: judgekit's own).")
+    group.addoption("--judgekit-history", default=None, metavar="PATH",
+                    help="Record each suite's run in this run history (SQLite) and compare it with the suite's "
+                         "last green run there; a suite.yaml::compare item fails when the comparison does.")
     parser.addini("judgekit_suites", type="linelist", default=[],
                   help="judgekit suites to collect when pytest runs without path arguments (paths relative to "
                        "the configuration file).")
 
 
 _RUNS = pytest.StashKey[dict]()
-"""Suite file -> (record, outcomes by (trajectory id, axis)) or the exception its run raised."""
+"""Suite file -> (record, outcomes by (trajectory id, axis), ``judgekit.finish``'s outcome) or the
+exception its run raised."""
 
 
 def _suite_file(path: Path) -> Path:
@@ -101,16 +110,27 @@ def _options(config: pytest.Config, **given):
     return RunOptions(**given)
 
 
+def _history(config: pytest.Config) -> Path | None:
+    given = config.getoption("judgekit_history")
+    return Path(config.invocation_params.dir, given) if given else None
+
+
 def _run(config: pytest.Config, path: Path):
-    """The suite's run, once per session: (record, outcome map); raises what the run raised."""
+    """The suite's run, once per session, finished (recorded and compared when a history is
+    given): (record, outcome map, finish's outcome); raises what the run raised."""
     runs = config.stash.setdefault(_RUNS, {})
     if path not in runs:
         try:
+            from judgekit.ci.compare import ComparePolicy
+            from judgekit.ci.loop import finish
             from judgekit.report.junit import outcome_map
             from judgekit.run import run_suite
 
-            record = run_suite(path, options=_options(config))
-            runs[path] = (record, outcome_map(record))
+            history = _history(config)
+            record = run_suite(path, options=_options(config), keep_rows=history is not None)
+            finished = finish(record, history=history, policy=ComparePolicy() if history is not None else None,
+                              gate=False)
+            runs[path] = (record, outcome_map(record), finished)
         except Exception as exc:  # noqa: BLE001 - every item of the suite reports it, the run is not retried
             runs[path] = exc
     found = runs[path]
@@ -146,6 +166,8 @@ class SuiteFile(pytest.File):
                 # line); the raw id finds the result.
                 yield AxisItem.from_parent(self, name=f"{one_line(tid)}::{axis}", trajectory_id=tid, axis=axis,
                                            source=(item.path, item.line))
+        if _history(self.config) is not None:
+            yield CompareItem.from_parent(self, name="compare")
 
     def repr_failure(self, excinfo):  # pytest.Collector's signature: (excinfo) only
         if isinstance(excinfo.value, SuiteRunError):
@@ -167,7 +189,7 @@ class AxisItem(pytest.Item):
     def setup(self) -> None:
         # In setup, so that a run that failed and an axis with bad input are errors, not failures.
         try:
-            _, outcomes = _run(self.config, self.path)
+            _, outcomes, _ = _run(self.config, self.path)
         except SuiteRunError as exc:
             pytest.fail(str(exc), pytrace=False)
         outcome = outcomes.get((self.trajectory_id, self.axis))
@@ -195,6 +217,25 @@ class AxisItem(pytest.Item):
         from judgekit._util.text import one_line
 
         return path, max(line - 1, 0), f"{one_line(self.trajectory_id)} [{self.axis}]"
+
+
+class CompareItem(pytest.Item):
+    """The suite's run compared with its last green run in the ``--judgekit-history``."""
+
+    def runtest(self) -> None:
+        try:
+            _, _, finished = _run(self.config, self.path)
+        except SuiteRunError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        comparison = finished.comparison
+        if comparison is not None and not comparison.passed:
+            from judgekit._util.text import one_line, redact
+
+            lines = [one_line(redact(reason)) for reason in comparison.reasons]
+            pytest.fail("\n".join(["the comparison with the baseline failed:", *lines]), pytrace=False)
+
+    def reportinfo(self):
+        return self.path, None, "compare with the last green run"
 
 
 @pytest.fixture

@@ -180,3 +180,33 @@ def test_a_failed_run_makes_every_item_an_error(project, pytester, server):
     result.assert_outcomes(passed=1, errors=27)
     result.stdout.fnmatch_lines(["*the judgekit run of *suite.yaml failed: *changed since it was locked*"])
     assert result.stdout.str().count("changed since it was locked") >= 27  # once per item, run once
+
+
+def test_a_history_records_each_run_and_a_compare_item_fails_on_a_regression(project, pytester, server):
+    """--judgekit-history: the run goes through judgekit.finish, recorded and compared with the
+    suite's last green run; the suite's compare item fails when a dropped axis is flagged."""
+    from judgekit.ci.history import History
+
+    suite = project / SUITE
+    suite.write_text(suite.read_text() + "gate: {min_task_success_rate: 0.0, min_tool_correctness: 0.0, "
+                                          "min_faithfulness: 0.0}\n")
+    args = ("--judgekit-suite", SUITE, *judge_args(server), "--judgekit-cache-dir", "cache",
+            "--judgekit-history", "h.sqlite", "-p", "no:cacheprovider", "-v")
+    first = pytester.runpytest_subprocess(*args)
+    assert re.search(rf"^{re.escape(SUITE)}::compare PASSED", first.stdout.str(), re.MULTILINE), first.stdout.str()
+    trajectories = suite.parent / "trajectories.jsonl"
+    lines = []
+    for line in trajectories.read_text().splitlines():
+        item = json.loads(line)
+        if item["id"] in ("ok", "retry-after-error"):  # the same update again: the world ends the same
+            item["calls"] = [*item["calls"], {"tool": "update_user", "args": {"user_id": 1, "email": "alice@example.com"},
+                                              "result": {"id": 1, "email": "alice@example.com"}}]
+        lines.append(json.dumps(item))
+    trajectories.write_text("\n".join(lines) + "\n")
+    second = pytester.runpytest_subprocess(*args)
+    out = second.stdout.str()
+    assert re.search(rf"^{re.escape(SUITE)}::compare FAILED", out, re.MULTILINE), out
+    assert "the comparison with the baseline failed" in out and "tool_correctness" in out
+    with History(project / "h.sqlite", create=False) as store:
+        newest, oldest = store.runs()
+        assert oldest.green and not newest.green and newest.compare_passed is False
