@@ -136,6 +136,12 @@ def test_the_exit_code_is_the_clis(record, gate, code):
     assert outcome.gate is record.gate_report and outcome.comparison is None and outcome.recorded is None
 
 
+def test_the_exit_codes_are_the_clis():
+    from judgekit.cli import _exit
+
+    assert (EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT) == (_exit.EXIT_OK, _exit.EXIT_GATE_FAILED, _exit.EXIT_INPUT)
+
+
 def test_reports_name_what_is_asked_for():
     assert not Reports()
     assert Reports(html="d.html", junit="j.xml").targets() == {"junit": Path("j.xml"), "html": Path("d.html")}

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_OK", "Outcome", "Reports", "compare_with_baseline", "finish",
            "write_run_reports"]
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT = 0, 1, 2  # the CLI's own (judgekit.cli._exit), which imports nothing here
 
 Notify = Callable[[str, object], None]
 """Told of each step as it is done: ("compared", Comparison), ("recorded", RunInfo), ("wrote", Path)."""

@@ -19,9 +19,7 @@ from functools import wraps
 
 import click
 
-from judgekit.ci.loop import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_OK  # what a finished run means, as the CLI says it
-
-EXIT_INTERNAL = 3
+EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_STOP_SHIP = 4
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: the command did not finish (128 + SIGINT, as shells report it)
 
