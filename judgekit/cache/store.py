@@ -1,4 +1,4 @@
-"""The verdict cache: diskcache on disk, JSON payloads, canonical sha256 keys.
+"""The verdict cache on disk: diskcache, JSON payloads, canonical sha256 keys.
 
 The key covers everything that can change a verdict (rubric id, version and hash, axis,
 template hash, model pin, endpoint, parameters, the rendered input) and nothing that cannot
@@ -27,37 +27,32 @@ A cache folder is hostile until checked: it may come from a repository or a shar
 - A cache that cannot be written (a read-only checkout) still serves its hits; new verdicts
   are then not stored, and ``writable`` says so.
 - Beside the verdicts, a memo: ``fingerprint:<sha256>`` -> the cache key of the question whose
-  inputs have that fingerprint (``judgekit.run.judging.JudgeJob.fingerprint``), so a rerun finds
+  inputs have that fingerprint (``judgekit.run.jobs.JudgeJob.fingerprint``), so a rerun finds
   its verdicts without rendering a prompt. An entry is bound to its fingerprint like a verdict
   to its key; one that does not check out is refused, and the question is rendered as before.
   The memo is trusted as the verdicts are: whoever can write the folder can write either.
 - Nothing secret is stored: a verdict whose entry holds a registered API key or a common key
   shape (a judge that echoed the key) is not cached at all, rather than cached masked, since a
   masked quote or claim would score differently when read back. It is judged again next run.
-
-During a run, verdicts are written by one ``CacheWriter`` thread, never on the event loop:
-every SQLite statement releases the GIL, and an event loop that releases it while litellm's
-worker threads are busy waits up to the interpreter's switch interval (5 ms) to get it back.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import queue
 import re
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import diskcache
 from diskcache.core import DBNAME
 from pydantic import ValidationError
 
+from judgekit.cache.base import CACHE_FORMAT_VERSION, BaseVerdictStore
+from judgekit.cache.base import VerdictStore, cache_key  # noqa: F401 - their home before cache/base.py
 from judgekit.cache.files import (
     MODE_RAW,
     SETTINGS,
@@ -72,13 +67,13 @@ from judgekit.cache.files import (
     stored_text,
     writable,
 )
-from judgekit._util.io import sha256_json, strict_json_loads
+from judgekit._util.io import strict_json_loads
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
+from judgekit.cache.writer import CacheWriter  # noqa: F401 - its home before cache/writer.py
 from judgekit.errors import InputError
 from judgekit.verdict import JudgeVerdict
 
-CACHE_FORMAT_VERSION = 2
 DEFAULT_CACHE_DIR = Path(".judgekit") / "cache"
 MAX_ENTRY_BYTES = 4 * 2**20  # a verdict is a few kB; a bigger row is not judgekit's
 _BATCH = 500  # keys per lookup (SQLite allows 999 parameters in older builds)
@@ -87,37 +82,6 @@ _BATCH = 500  # keys per lookup (SQLite allows 999 parameters in older builds)
 FINGERPRINT_PREFIX = "fingerprint:"
 """Memo rows are stored under this prefix and a fingerprint; verdict rows under a bare key."""
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-def cache_key(material: dict[str, Any]) -> str:
-    return sha256_json({"cache_format": CACHE_FORMAT_VERSION, **material})
-
-
-class VerdictStore(Protocol):
-    """Where validated verdicts are kept between runs, by cache key. ``VerdictCache`` (SQLite
-    through diskcache, on this machine) is one; a shared service could be another.
-
-    A store may also keep the rerun memo, as ``VerdictCache`` does: ``keys_for(fingerprints)
-    -> {fingerprint: key}`` and ``put_keys([(fingerprint, key)])``. Without them a rerun
-    renders its prompts to find its keys, and is answered all the same."""
-
-    writable: bool
-
-    def get_many(self, wanted: Sequence[tuple[str, str]]) -> dict[str, JudgeVerdict]:
-        """The stored verdicts of these (key, axis) questions that can be trusted, by key."""
-        ...
-
-    def put_many(self, items: Sequence[tuple[str, JudgeVerdict]]) -> None:
-        """Store scored verdicts, all or none."""
-        ...
-
-    def report(self) -> dict[str, Any]:
-        """What a ledger records of the store: ``directory``, ``withheld`` (verdicts not stored)."""
-        ...
-
-    def close(self) -> None:
-        """Done with the store: release everything it holds."""
-        ...
 
 
 def _envelope(text: str, fields: set[str], kind: str) -> dict[str, Any]:
@@ -145,7 +109,7 @@ def _decode_key(fingerprint: str, text: str) -> str:
     return key
 
 
-class VerdictCache:
+class VerdictCache(BaseVerdictStore):
     """The verdict cache in ``directory`` (created when missing, unless ``create`` is False).
 
     ``read_only``: checks and reads only, through SQLite's read-only connection; nothing is
@@ -438,116 +402,3 @@ def cache_stats(directory: str | Path) -> dict[str, Any]:
         return _stats(directory, writable(directory, directory / DBNAME), 0, 0, 0)
     with VerdictCache(directory, create=False) as store:
         return store.stats()
-
-
-_STOP = object()  # queue marker: commit what was handed over, then end the thread
-
-
-class CacheWriter:
-    """Stores verdicts on its own thread, for coroutines on one event loop.
-
-    ``await writer.put(key, verdict)`` returns once the verdict is committed, or raises what
-    the write raised. Verdicts are committed in groups: from the first one handed over, the
-    writer sleeps for ``window_s`` (handing over does not wake it) and then commits all that
-    arrived in one transaction, which costs about what committing one does. ``flush()`` ends
-    the wait early (a caller needs a commit now); ``close()`` commits everything handed over,
-    then stops the thread.
-    """
-
-    def __init__(self, cache: VerdictStore, *, window_s: float = 0.1):
-        self.cache = cache
-        self.window_s = window_s
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._wake = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._work, name="judgekit-cache-writer", daemon=True)
-        self._thread.start()
-
-    def put(self, key: str, verdict: JudgeVerdict, fingerprints: Sequence[str] = ()) -> asyncio.Future[None]:
-        """Store ``verdict`` under ``key``, and remember ``key`` for the question fingerprints
-        (after the verdict's commit, and best effort: the memo only saves rendering)."""
-        if verdict.status != "scored":
-            raise ValueError("only validated verdicts are cached")
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif loop is not self._loop:
-            raise RuntimeError("a CacheWriter serves one event loop")
-        future: asyncio.Future[None] = loop.create_future()
-        self._queue.put((key, verdict, tuple(fingerprints), future))
-        return future
-
-    def remember(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Remember (fingerprint, key) pairs of verdicts already stored, best effort."""
-        for fingerprint, key in pairs:
-            self._queue.put((key, None, (fingerprint,), None))
-
-    def flush(self) -> None:
-        self._wake.set()
-
-    def close(self) -> None:
-        self._queue.put(_STOP)
-        self._wake.set()
-        self._thread.join()
-
-    def __enter__(self) -> CacheWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _work(self) -> None:
-        try:
-            while True:
-                items = [self._queue.get()]  # idle until something is handed over
-                if items[0] is not _STOP:
-                    self._wake.wait(self.window_s)
-                # Cleared before draining: a flush for anything handed over after the drain
-                # survives to end the next wait.
-                self._wake.clear()
-                while not self._queue.empty():
-                    items.append(self._queue.get_nowait())
-                writes = [item for item in items if item is not _STOP]
-                if writes:
-                    self._commit(writes)
-                if len(writes) < len(items):
-                    return
-        finally:
-            close_thread = getattr(self.cache, "close_thread", None)
-            if close_thread is not None:
-                close_thread()  # the writer thread's own connection; others stay open
-
-    def _commit(self, writes: list[tuple[str, JudgeVerdict | None, tuple[str, ...], asyncio.Future[None] | None]]) -> None:
-        error: BaseException | None = None
-        try:
-            verdicts = [(key, verdict) for key, verdict, _, _ in writes if verdict is not None]
-            if verdicts:
-                self.cache.put_many(verdicts)
-        except BaseException as exc:  # noqa: BLE001 - handed to every coroutine waiting on it
-            error = exc
-        pairs = [(fingerprint, key) for key, _, fingerprints, _ in writes for fingerprint in fingerprints]
-        put_keys = getattr(self.cache, "put_keys", None)  # a store without a memo keeps none
-        if error is None and pairs and put_keys is not None:
-            # Best effort: a memo the store cannot take (locked, full, broken) makes the next
-            # rerun render its prompts, nothing worse; the verdicts are committed already.
-            try:
-                put_keys(pairs)
-            except Exception:  # noqa: BLE001
-                pass
-        futures = [future for _, _, _, future in writes if future is not None]
-        if not futures:
-            return
-        try:
-            self._loop.call_soon_threadsafe(_settle, futures, error)
-        except RuntimeError:
-            pass  # the loop is closed: nobody is waiting any more
-
-
-def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    for future in futures:
-        if future.done():  # its coroutine was cancelled
-            continue
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
