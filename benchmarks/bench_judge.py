@@ -45,7 +45,8 @@ from pathlib import Path
 
 from judgekit.cache.store import VerdictCache
 from judgekit.judge.target import JudgeTarget
-from judgekit.run.judging import JudgeJob, JudgeRunner, response_format
+from judgekit.run.jobs import JudgeJob, response_format
+from judgekit.run.judging import JudgeRunner
 from judgekit.judge.spec import JudgeSpec
 from judgekit.prompt import build_prompt, faithfulness_sections
 from judgekit.rubric.model import FaithfulnessCriteria, Rubric

@@ -42,6 +42,7 @@ _LAZY = {
     "RunRecord": "judgekit.run",
     "Executor": "judgekit.run",
     "LocalExecutor": "judgekit.run",
+    "ask": "judgekit.run",
     "Ledger": "judgekit.run",
     "read_run": "judgekit.run",
     "open_run": "judgekit.run",

@@ -100,7 +100,7 @@ class Prompt:
     """A judge prompt: its messages, the evidence it shows, the output whose claims it asks about.
 
     ``build_prompt`` makes one whose messages are rendered on first use: a question the cache
-    answers by its inputs' fingerprint (``judgekit.run.judging.JudgeJob.fingerprint``) is never
+    answers by its inputs' fingerprint (``judgekit.run.jobs.JudgeJob.fingerprint``) is never
     rendered. What the messages will be is fixed when the prompt is made; rendering only writes
     them out. It is rendered when pickled (see ``__getstate__``).
     """

@@ -24,13 +24,15 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from judgekit.cache.store import CacheWriter, VerdictCache
+from judgekit.cache.store import VerdictCache
+from judgekit.cache.writer import CacheWriter
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import JudgeTarget
 from judgekit.prompt import build_prompt, faithfulness_sections
 from judgekit.rubric.model import FaithfulnessCriteria, Rubric
-from judgekit.run.judging import JudgeJob, JudgeRunner
+from judgekit.run.jobs import JudgeJob
+from judgekit.run.judging import JudgeRunner
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory
 from judgekit.verdict import JudgeVerdict, Provenance

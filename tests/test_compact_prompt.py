@@ -14,7 +14,7 @@ import pytest
 
 from judgekit.judge.local import compact_json_grammar
 from judgekit.prompt import template_sha256
-from judgekit.run.judging import response_format
+from judgekit.run.jobs import response_format
 from judgekit.run.plan import plan_run
 from judgekit.suite import load_suite
 

@@ -34,7 +34,7 @@ from judgekit.judge.resolve import JudgeOverride
 from judgekit.report import report_input
 from judgekit.report.html import cost_text, render_html, write_html
 from judgekit.run import RunOptions, run_suite
-from judgekit.run.judging import Ledger
+from judgekit.run.ledger import Ledger
 from judgekit.testing import ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent

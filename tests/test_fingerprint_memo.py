@@ -22,11 +22,12 @@ from click.testing import CliRunner
 
 from judgekit.cache import store as cache_module
 from judgekit import prompt as prompt_module
+from judgekit.cache.base import BaseVerdictStore
 from judgekit.cache.store import FINGERPRINT_PREFIX, VerdictCache
 from judgekit.cli import main as cli_main
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run import RunOptions, plan_run
-from judgekit.run import judging
+from judgekit.run import jobs as job_module
 from judgekit.run.estimate import estimate_run
 from judgekit.suite import load_suite
 from judgekit.testing import ScriptedOpenAIServer
@@ -138,7 +139,7 @@ def test_other_code_has_other_fingerprints(tmp_path, server, renders, monkeypatc
     suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
     first, _ = run_suite(suite, cache, server)
     before = set(fingerprint_rows(cache))
-    monkeypatch.setattr(judging, "code_sha256", lambda: "0" * 64)  # judgekit's files changed
+    monkeypatch.setattr(job_module, "code_sha256", lambda: "0" * 64)  # judgekit's files changed
     renders.clear()
     second, ledger = run_suite(suite, cache, server)
     assert ledger.calls == 0 and renders["faithfulness"] == len(second)  # the keys did not change
@@ -146,7 +147,7 @@ def test_other_code_has_other_fingerprints(tmp_path, server, renders, monkeypatc
 
 
 def test_without_a_code_digest_there_is_no_memo(tmp_path, server, renders, monkeypatch):
-    monkeypatch.setattr(judging, "code_sha256", lambda: None)  # installed where files cannot be read
+    monkeypatch.setattr(job_module, "code_sha256", lambda: None)  # installed where files cannot be read
     suite, cache = example_suite(tmp_path / "suite"), tmp_path / "cache"
     run_suite(suite, cache, server)
     assert fingerprint_rows(cache) == {}
@@ -261,10 +262,8 @@ def test_a_plan_pickled_here_and_asked_under_other_templates_asks_what_was_plann
     assert all("Other instructions." not in job.prompt.messages[0]["content"] for job in jobs)
 
 
-class _PlainStore:
-    """A store written to the protocol alone: no memo methods."""
-
-    writable = True
+class _PlainStore(BaseVerdictStore):
+    """A store with only the methods it must have: the base class's memo keeps nothing."""
 
     def __init__(self):
         self.rows = {}
@@ -274,12 +273,6 @@ class _PlainStore:
 
     def put_many(self, items):
         self.rows.update(items)
-
-    def report(self):
-        return {"directory": None, "withheld": 0}
-
-    def close(self):
-        pass
 
 
 def test_a_store_without_memo_methods_still_serves_a_rerun(tmp_path, server):
@@ -323,7 +316,7 @@ def test_the_memo_writes_through_the_store_api(tmp_path):
 
 def test_the_digest_shared_by_a_rubric_and_judge_is_what_each_job_would_work_out(tmp_path):
     # The part of a fingerprint that all questions of one rubric, judge, axis and repeat share is
-    # worked out once (judging._static_question_sha256): it must be exactly what each job gives
+    # worked out once (jobs._static_question_sha256): it must be exactly what each job gives
     # alone, and any judge parameter must still change the fingerprint.
     from dataclasses import replace
 
@@ -335,7 +328,7 @@ def test_the_digest_shared_by_a_rubric_and_judge_is_what_each_job_would_work_out
     }
     jobs = {seed: [j.job for j in plan.judgements if j.axis == "faithfulness"] for seed, plan in plans.items()}
     planned = {seed: [job.fingerprint for job in found] for seed, found in jobs.items()}
-    judging._STATIC_QUESTIONS.clear()
+    job_module._STATIC_QUESTIONS.clear()
     for seed, found in jobs.items():
         alone = [replace(job).fingerprint for job in found]  # a fresh job: nothing cached on it
         assert alone == planned[seed]

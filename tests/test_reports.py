@@ -26,7 +26,7 @@ from judgekit.report import JudgeStatus, ReportInput, report_input
 from judgekit.report.junit import outcome_map, render_junit, write_junit, xml_safe
 from judgekit.report.markdown import cost_line, escape, render_markdown, write_markdown
 from judgekit.run import RunOptions, run_suite
-from judgekit.run.judging import Ledger
+from judgekit.run.ledger import Ledger
 from judgekit.testing import ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,26 +9,24 @@ holds a window of them, the per-axis tallies and the gate's running means.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from judgekit._util.files import relative_to
 from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__
-from judgekit.cache.store import DEFAULT_CACHE_DIR, VerdictCache, VerdictStore
 from judgekit.judge.backend import Backend
-from judgekit.judge.resolve import Connector, JudgeOverride
+from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import TrajectoryResult
-from judgekit.run.judging import JudgeJob, JudgeRunner, Ledger
+from judgekit.run.execute import Executor, make_executor
+from judgekit.run.execute import LocalExecutor, cache_dir_of, local_executor, open_store  # noqa: F401 - former home
 from judgekit.run.merge import merge
 from judgekit.run.plan import DEFAULT_WINDOW, Select, iter_plans
 from judgekit.run.record import RubricEntry, RunHeader, RunRecord, line_of, new_run_id, project_state
 from judgekit.run.remeasure import Measure
 from judgekit.suite import Budget, LoadedSuite, load_suite
-from judgekit.verdict import JudgeVerdict
 
 
 @dataclass
@@ -44,69 +42,10 @@ class RunOptions:
     backend: Backend | None = None
     progress: Callable[[int], Callable[[], None]] | None = None  # questions in a window -> per-verdict tick
     window: int = DEFAULT_WINDOW
-
-
-class Executor(Protocol):
-    """Answers a window's judge questions, verdicts in job order. The local one below runs them
-    on this machine's event loop; a Ray or queue-backed one can take its place."""
-
-    @property
-    def ledger(self) -> Ledger: ...
-
-    async def execute(self, jobs: Sequence[JudgeJob]) -> list[JudgeVerdict]: ...
-
-    def close(self) -> None: ...
-
-
-class LocalExecutor:
-    """Today's executor: identical questions asked once, bounded concurrency, every verdict to
-    the store's writer thread as it is validated, the budget; the embedded judge is started on
-    first use and stopped on ``close``."""
-
-    def __init__(self, *, store: VerdictStore | None, backend: Backend | None = None, concurrency: int = 8,
-                 budget: Budget | None = None, progress: Callable[[int], Callable[[], None]] | None = None):
-        self._stack = ExitStack()
-        self.store = store
-        self.progress = progress
-        self.runner = JudgeRunner(backend=backend, cache=store, concurrency=concurrency, budget=budget,
-                                  connect=Connector(self._stack))
-
-    @property
-    def ledger(self) -> Ledger:
-        return self.runner.ledger
-
-    async def execute(self, jobs: Sequence[JudgeJob]) -> list[JudgeVerdict]:
-        self.runner.on_done = self.progress(len(jobs)) if self.progress else None
-        return await self.runner.run(list(jobs))
-
-    def close(self) -> None:
-        try:
-            self._stack.close()
-        finally:
-            try:
-                self.runner.backend.close()
-            finally:
-                if self.store is not None:
-                    self.store.close()
-
-
-def cache_dir_of(loaded: LoadedSuite, options: RunOptions) -> Path:
-    """The verdict cache a run of ``loaded`` uses: ``--cache-dir``, else the suite's, else .judgekit/cache."""
-    suite = loaded.suite
-    return Path(options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR))
-
-
-def open_store(loaded: LoadedSuite, options: RunOptions, *, read_only: bool = False) -> VerdictStore | None:
-    """The suite's verdict cache (see ``cache_dir_of``), or None without a cache."""
-    if not options.use_cache:
-        return None
-    return VerdictCache(cache_dir_of(loaded, options), read_only=read_only)
-
-
-def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:
-    return LocalExecutor(store=open_store(loaded, options), backend=options.backend,
-                         concurrency=options.concurrency or loaded.suite.concurrency,
-                         budget=options.budget or loaded.suite.budget, progress=options.progress)
+    executor: Executor | str = "local"
+    """Answers the judge questions: the name of a registered executor (``local``, or one a third
+    party registers under the entry-point group ``judgekit.executors``), made for the run and
+    closed by it; or an ``Executor``, which its caller closes."""
 
 
 def header_for(loaded: LoadedSuite, record_dir: Path | None = None) -> RunHeader:
@@ -146,7 +85,7 @@ async def run_suite_async(
     ``out``: write the record there as it is made (JSON Lines, atomically: the file appears
     when the run ends, never half-written). ``on_result``: called with each trajectory's result
     as soon as it is merged. ``keep_results=False``: the record returned leaves them out (for
-    runs too big to hold). ``executor``: answers the judge questions (default: this machine's).
+    runs too big to hold). ``executor``: answers the judge questions (default: ``options.executor``).
     ``keep_rows``: keep the rows ``compare`` and the history read (``RunRecord.rows()``).
 
     The footer is made by ``judgekit.run.remeasure.Measure`` from the results, exactly as a record
@@ -159,6 +98,8 @@ async def run_suite_async(
     header = header_for(loaded, Path(out).parent if out is not None else None)
     measure = Measure(loaded, keep_rows=keep_rows)
     kept: list[TrajectoryResult] = []
+    if executor is None and not isinstance(options.executor, str):
+        executor = options.executor  # the caller's: not closed here
     own_executor = executor is None
     with ExitStack() as stack:
         stack.enter_context(protect(loaded.input_files()))  # a record never replaces the suite's own files
@@ -172,7 +113,7 @@ async def run_suite_async(
         while (plan := await asyncio.to_thread(next, plans, None)) is not None:
             if plan.judgements:
                 if executor is None:
-                    executor = local_executor(loaded, options)
+                    executor = make_executor(loaded, options)
                 verdicts = await executor.execute(plan.jobs)
                 results = merge(plan, verdicts)
             else:

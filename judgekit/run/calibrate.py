@@ -34,8 +34,9 @@ from judgekit.calibration.spot_check import Difference, RubricSpotCheck, agree, 
 from judgekit.calibration.verdicts import JudgeVerdictRecord, load_verdicts
 from judgekit.errors import InputError
 from judgekit.results import AxisResultBase
-from judgekit.run.api import RunOptions, local_executor
-from judgekit.run.judging import _identity
+from judgekit.run.api import RunOptions
+from judgekit.run.execute import local_executor
+from judgekit.run.jobs import identity_of
 from judgekit.run.merge import judged_results
 from judgekit.run.plan import plan_run
 from judgekit.suite import LoadedSuite
@@ -136,7 +137,7 @@ def spot_check(loaded: LoadedSuite, labels_path: Path, *, calibration_dir: Path,
     to_ask: list[tuple[RubricSpotCheck, list[int], dict[tuple[str, int], JudgeVerdictRecord]]] = []
     for rubric_ref, indices in sorted(by_rubric.items()):
         first = plan.judgements[indices[0]].job
-        identity = JudgeIdentity(**{name: value for name, value in _identity(first).items()
+        identity = JudgeIdentity(**{name: value for name, value in identity_of(first).items()
                                     if name in JudgeIdentity.model_fields})
         check = RubricSpotCheck(rubric=rubric_ref, fingerprint=identity.fingerprint)
         checks.append(check)

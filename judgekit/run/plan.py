@@ -25,7 +25,7 @@ from judgekit.judge.target import JudgeTarget
 from judgekit.rubric.lock import read_lock, verify
 from judgekit.results import TrajectoryResult
 from judgekit.rubric.model import Rubric
-from judgekit.run.judging import JudgeJob
+from judgekit.run.jobs import JudgeJob
 from judgekit.suite import LoadedSuite
 from judgekit.trajectory import LoadedTrajectory, Trajectory, iter_trajectories
 

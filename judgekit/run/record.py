@@ -39,7 +39,7 @@ from judgekit.axes.table import axis_named
 from judgekit.errors import InputError
 from judgekit.gate import GateReport
 from judgekit.results import TrajectoryResult
-from judgekit.run.judging import Ledger
+from judgekit.run.ledger import Ledger
 from judgekit.suite import ApprovalThresholds, GatePolicy
 
 RUN_FORMAT = "judgekit-run"

@@ -93,8 +93,9 @@ class InjectionJudge:
         from judgekit.calibration.approval import JudgeIdentity
         from judgekit.calibration.evidence import derive_approval
         from judgekit.judge.resolve import JudgeOverride, JudgeResolver
-        from judgekit.run.api import RunOptions, local_executor
-        from judgekit.run.judging import JudgeJob, _identity
+        from judgekit.run.api import RunOptions
+        from judgekit.run.execute import local_executor
+        from judgekit.run.jobs import JudgeJob, identity_of
 
         options = options or RunOptions()
         override = options.override or JudgeOverride()
@@ -102,7 +103,7 @@ class InjectionJudge:
         self.executor = local_executor(loaded, options)
         self.name = f"judge {self.target.model_pin}"
         probe = JudgeJob(SAFETY_RUBRIC, QUESTION, injection_prompt("w", "u"), self.target)
-        self.identity = JudgeIdentity(**{k: v for k, v in _identity(probe).items() if k in JudgeIdentity.model_fields})
+        self.identity = JudgeIdentity(**{k: v for k, v in identity_of(probe).items() if k in JudgeIdentity.model_fields})
         approval = derive_approval(loaded.resolve(loaded.suite.calibration_dir), self.identity, loaded.suite.approval)
         gates, why = approval.gates(QUESTION) if approval is not None else (
             False, "no approval record matches this judge's fingerprint: calibrate it on labelled sources "
@@ -112,7 +113,7 @@ class InjectionJudge:
         self.certificate: str | None = approval.certified(QUESTION) if gates else None
 
     def jobs(self, questions: Sequence[Question]) -> list:
-        from judgekit.run.judging import JudgeJob
+        from judgekit.run.jobs import JudgeJob
 
         return [JudgeJob(SAFETY_RUBRIC, QUESTION, injection_prompt(q.where, q.text), self.target) for q in questions]
 
