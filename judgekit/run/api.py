@@ -20,7 +20,7 @@ from judgekit._util.version import __version__
 from judgekit.judge.backend import Backend
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import TrajectoryResult
-from judgekit.run.execute import Executor, make_executor
+from judgekit.run.execute import Executor, executor_factory
 from judgekit.run.execute import LocalExecutor, cache_dir_of, local_executor, open_store  # noqa: F401 - former home
 from judgekit.run.merge import merge
 from judgekit.run.plan import DEFAULT_WINDOW, Select, iter_plans
@@ -101,6 +101,7 @@ async def run_suite_async(
     if executor is None and not isinstance(options.executor, str):
         executor = options.executor  # the caller's: not closed here
     own_executor = executor is None
+    make = executor_factory(options.executor) if own_executor else None  # an unknown name fails before any work
     with ExitStack() as stack:
         stack.enter_context(protect(loaded.input_files()))  # a record never replaces the suite's own files
         writer = stack.enter_context(AtomicFile(out)) if out is not None else None
@@ -113,7 +114,7 @@ async def run_suite_async(
         while (plan := await asyncio.to_thread(next, plans, None)) is not None:
             if plan.judgements:
                 if executor is None:
-                    executor = make_executor(loaded, options)
+                    executor = make(loaded, options)
                 verdicts = await executor.execute(plan.jobs)
                 results = merge(plan, verdicts)
             else:

@@ -23,7 +23,7 @@ from functools import partial
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from judgekit.cache.base import VerdictStore
 from judgekit.cache.store import DEFAULT_CACHE_DIR, VerdictCache
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from judgekit.run.api import RunOptions
 
 
+@runtime_checkable
 class Executor(Protocol):
     """Answers a window's judge questions: ``execute(jobs)`` gives their verdicts in job order,
     and ``ledger`` adds up what every window cost. ``LocalExecutor`` runs them on this
@@ -342,17 +343,9 @@ def executor_names() -> list[str]:
 
 def executor_factory(name: str) -> ExecutorFactory:
     """The factory registered under ``name``; a ConfigError names the known ones."""
-    target = _registry().get(name)
+    target = BUILTIN.get(name) or _registry().get(name)  # a built-in name needs no scan of installed packages
     if target is None:
         raise ConfigError(f"unknown executor {name!r}; known: {', '.join(executor_names())} (a third party's "
                           f"executor registers its factory under the entry-point group {ENTRY_POINT_GROUP!r})")
     module, _, attr = target.partition(":")
     return getattr(import_module(module), attr)
-
-
-def make_executor(loaded: LoadedSuite, options: RunOptions) -> Executor:
-    """The executor ``options.executor`` names (made for this run), or the one it is."""
-    chosen = options.executor
-    if isinstance(chosen, str):
-        return executor_factory(chosen)(loaded, options)
-    return chosen
