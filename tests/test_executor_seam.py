@@ -1,6 +1,7 @@
-"""The executor seam: an executor written against the public ``Executor`` and ``ask`` alone runs
-a suite to the same record as the local one; ``RunOptions.executor`` names an executor, built in
-or registered under the entry-point group ``judgekit.executors``."""
+"""The executor seam: an executor written against judgekit's public ``Executor``, ``ask`` and
+``Ledger`` (and a ``Backend`` to call through) runs a suite to the same record as the local one;
+``RunOptions.executor`` names an executor, built in or registered under the entry-point group
+``judgekit.executors``."""
 
 from __future__ import annotations
 
