@@ -72,7 +72,8 @@ from judgekit.cache.files import (
     stored_text,
     writable,
 )
-from judgekit._util.io import sha256_json, strict_json_loads
+from judgekit._util.io import sha256_json
+from judgekit._util.strict_json import strict_json_loads
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
 from judgekit.errors import InputError

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from judgekit._util.io import strict_json_loads
+from judgekit._util.strict_json import strict_json_loads
 from judgekit.ci._history_db import HistoryFile
 from judgekit.errors import InputError
 from judgekit.run.rows import AxisRow
