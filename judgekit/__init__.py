@@ -53,7 +53,7 @@ _LAZY = {
     "GateReport": "judgekit.gate",
     "calibrate": "judgekit.calibration.calibrate",
     "calibrate_suite": "judgekit.run.calibrate",
-    "ApprovalRecord": "judgekit.calibration.approval",
+    "ApprovalRecord": "judgekit.calibration.approval_record",
     "Axis": "judgekit.axes.table",
     "AXES": "judgekit.axes.table",
     "compare_runs": "judgekit.ci.compare",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from judgekit._util.io import RECORD_CONFIG
 from judgekit.axes.table import axis_named
-from judgekit.calibration.approval import JudgeIdentity, Thresholds
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds
 from judgekit.calibration.evidence import DerivedApproval, derive_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
 from judgekit.results import TrajectoryResult

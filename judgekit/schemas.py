@@ -25,7 +25,7 @@ _MODELS = {
     "lock": "judgekit.rubric.lock:LockFile",
     "labels": "judgekit.calibration.labels:Label",
     "verdicts": "judgekit.calibration.verdicts:JudgeVerdictRecord",
-    "approval": "judgekit.calibration.approval:ApprovalRecord",
+    "approval": "judgekit.calibration.approval_record:ApprovalRecord",
     # `agreement --json` prints one; `calibrate --out` writes {rubric id@version: one}.
     "agreement-report": "judgekit.calibration.agreement:AgreementReport",
     "judge-verdict": "judgekit.verdict:JudgeVerdict",

@@ -12,7 +12,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_serializer, field_validator
 
-from judgekit._util.io import Version1, RECORD_CONFIG, Timestamp, strict_json_loads
+from judgekit._util.io import Version1, RECORD_CONFIG, Timestamp
+from judgekit._util.strict_json import strict_json_loads
 
 VERDICT_FORMAT_VERSION = 1
 ANSWER_MAX_DEPTH = 8  # the answer schemas nest 5 deep; anything deeper is not an answer

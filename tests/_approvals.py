@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from judgekit.calibration import JudgeVerdictRecord, Label
-from judgekit.calibration.approval import JudgeIdentity, Thresholds
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds
 from judgekit.calibration.calibrate import calibrate
 from judgekit.calibration.evidence import write_calibration
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from judgekit._util.io import sha256_json
 from judgekit.world.json_equality import json_equal
 from judgekit.axes import arguments
-from judgekit.axes.arguments import ValueMatcher, close, text_rule, value_key
+from judgekit.axes._values import STEPS, ValueMatcher, close, text_rule, value_key
 from judgekit.axes.tool_correctness import score_tool_correctness
 from judgekit.trajectory import WorldState
 from judgekit.results import ToolCorrectnessResult
@@ -125,7 +125,7 @@ def test_an_optional_argument_given_must_still_hold():
 
 
 def test_the_matcher_applies_the_normalisations_the_rubric_names_in_their_order():
-    assert tuple(arguments.STEPS) == NORMALIZATIONS
+    assert tuple(STEPS) == NORMALIZATIONS
 
 
 def test_the_normalisations_apply_in_their_fixed_order_whatever_the_order_listed():

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from judgekit.calibration.approval import JudgeIdentity, Thresholds, read_approval
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds, read_approval
 from judgekit.calibration.bounds import rate_lower_array, smoothed_bounds_batch, table_stats
 from judgekit.calibration.evidence import derive_approval
 from judgekit.gate import gate_results

@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.calibration._bootstrap import Metric
-from judgekit.calibration.approval import AxisApproval, Thresholds, decide
+from judgekit.calibration.approval import decide
+from judgekit.calibration.approval_record import AxisApproval, Thresholds
 from judgekit.calibration.bounds import axis_bounds
 from judgekit.calibration.planning import binary_power, plan_binary, plan_graded
 from judgekit.cli import main

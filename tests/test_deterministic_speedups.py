@@ -21,13 +21,11 @@ from hypothesis import strategies as st
 
 from judgekit.rubric import json_schema as _jsonschema
 from judgekit._util import io as _io
+from judgekit._util import strict_json as _strict
 from judgekit._util.io import (
-    MAX_DEPTH,
-    check_tree,
     iter_jsonl,
-    plain_error,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import MAX_DEPTH, check_tree, plain_error, strict_json_loads
 from judgekit.rubric.json_schema import first_error, first_error_within_budget
 from judgekit.rubric.regex import CheckTimeout, check_budget
 from judgekit.axes import tool_correctness
@@ -53,7 +51,7 @@ def _reference_hook(pairs):
 def reference_strict_json_loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     try:
         data = json.loads(
-            text, object_pairs_hook=_reference_hook, parse_constant=_io.reject_constant, parse_float=_io.finite_float
+            text, object_pairs_hook=_reference_hook, parse_constant=_strict.reject_constant, parse_float=_strict.finite_float
         )
     except RecursionError:
         raise ValueError(f"nested more than {max_depth} levels deep") from None
@@ -93,7 +91,7 @@ def outcome(fn, *args, **kwargs) -> tuple[str, Any]:
 
 def strict_line(text: str) -> Any:
     """strict JSON as iter_jsonl applies it to a line of a file."""
-    return _io.json_line_loads(text.encode("utf-8"))
+    return _strict.json_line_loads(text.encode("utf-8"))
 
 
 # --- strict JSON -------------------------------------------------------------------------------
@@ -202,8 +200,8 @@ def test_strict_json_agrees_with_the_reference_on_any_text(value, pieces, at, ma
 @settings(max_examples=200, deadline=None)
 @given(json_values, st.integers(0, 6))
 def test_the_depth_walk_refuses_exactly_what_check_tree_refuses(value, max_depth):
-    assert outcome(_io._check_depth, value, max_depth) == outcome(check_tree, value, max_depth=max_depth,
-                                                                  surrogates=False)
+    assert outcome(_strict._check_depth, value, max_depth) == outcome(check_tree, value, max_depth=max_depth,
+                                                                      surrogates=False)
 
 
 def test_json_lines_skip_the_same_blank_lines_and_number_the_rest(tmp_path):
@@ -425,10 +423,10 @@ def test_normalisation_agrees_with_the_regex_it_replaced(text):
 def test_the_reference_hooks_are_still_the_strict_ones():
     """The references above lean on the module's own constant and float hooks."""
     with pytest.raises(ValueError, match="NaN is not valid JSON"):
-        _io.reject_constant("NaN")
+        _strict.reject_constant("NaN")
     with pytest.raises(ValueError, match="too large to represent"):
-        _io.finite_float("1e999")
-    assert math.isfinite(_io.finite_float("1.5"))
+        _strict.finite_float("1e999")
+    assert math.isfinite(_strict.finite_float("1.5"))
 
 
 def test_trajectories_can_carry_a_snapshot_policy_from_the_stream(tmp_path):

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from _approvals import approve_pairs
 from judgekit._util.version import __version__
-from judgekit.calibration.approval import JudgeIdentity, Thresholds
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds
 from judgekit.calibration.corrected import corrected_pass_rate
 from judgekit.gate import gate_results
 from judgekit.results import CheckOutcome, TaskSuccessResult, TrajectoryResult

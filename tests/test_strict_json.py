@@ -1,6 +1,6 @@
 """jiter reads first, the Python json reference decides: the two must never disagree.
 
-``judgekit._util.io.fast_json_loads`` keeps jiter's value only where it cannot differ from
+``judgekit._util.strict_json.fast_json_loads`` keeps jiter's value only where it cannot differ from
 ``_reference_loads`` (the strict ``json`` module parse that defines what judgekit accepts). These
 tests put both on generated documents, on documents with hostile parts spliced in, on random
 byte-level damage and on the number edges where a double overflows, and require the same
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit._util import io as _io
-from judgekit._util.io import MAX_DEPTH, UNDECIDED, fast_json_loads, json_line_loads, strict_json_loads
+from judgekit._util import strict_json as _strict
+from judgekit._util.strict_json import MAX_DEPTH, UNDECIDED, fast_json_loads, json_line_loads, strict_json_loads
 
 
 def reference(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[str, str]:
@@ -27,7 +27,7 @@ def reference(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[str, str]:
     except UnicodeDecodeError:
         return "refused", ""
     try:
-        return "ok", repr(_io._reference_loads(text, max_depth, decoded_utf8=True))
+        return "ok", repr(_strict._reference_loads(text, max_depth, decoded_utf8=True))
     except ValueError:
         return "refused", ""
 
@@ -140,8 +140,8 @@ def test_an_empty_container_201_levels_down_is_refused_as_before(depth, inner):
 
 
 def test_a_line_of_unicode_spaces_is_blank_and_a_bom_line_is_refused_by_the_reference():
-    assert json_line_loads(" \t\r\n".encode()) is _io.BLANK
-    assert json_line_loads("\u3000\u2028\n".encode()) is _io.BLANK
+    assert json_line_loads(" \t\r\n".encode()) is _strict.BLANK
+    assert json_line_loads("\u3000\u2028\n".encode()) is _strict.BLANK
     with pytest.raises(json.JSONDecodeError, match="BOM"):
         json_line_loads("\ufeff{}\n".encode())
     with pytest.raises(UnicodeDecodeError):
@@ -153,14 +153,14 @@ def test_a_line_of_unicode_spaces_is_blank_and_a_bom_line_is_refused_by_the_refe
     ('{"n":-1.5E+0400}', True), ('{"n": 1e99}', False), ('{"t": "see 1e500"}', True), ('[1e-500]', False),
 ])
 def test_an_exponent_is_told_from_hex_digits_by_what_stands_before_it(text, exponent):
-    assert _io._big_exponent(_io._marks(text.encode())) is exponent
+    assert _strict._big_exponent(_strict._marks(text.encode())) is exponent
     assert_agrees(text.encode())
 
 
 def test_hex_text_that_looks_like_exponents_costs_one_pass():
     # A hash-like run of digits and e's throughout: found, walked once, not taken for a number.
     raw = ('{"h": "a' + "0e000" * 100_000 + '"}').encode()
-    assert not _io._big_exponent(_io._marks(raw))
+    assert not _strict._big_exponent(_strict._marks(raw))
     assert fast(raw) == reference(raw)
 
 

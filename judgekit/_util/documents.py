@@ -20,14 +20,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from judgekit._util.io import (
-    MAX_DEPTH,
     MAX_DOCUMENT_BYTES,
     describe_validation_error,
-    has_lone_surrogate,
-    plain_error,
     read_text,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import MAX_DEPTH, has_lone_surrogate, plain_error, strict_json_loads
 from judgekit.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)

@@ -67,7 +67,7 @@ from judgekit.cache.files import (
     stored_text,
     writable,
 )
-from judgekit._util.io import strict_json_loads
+from judgekit._util.strict_json import strict_json_loads
 from judgekit._util.text import redact
 from judgekit._util.clock import utc_now
 from judgekit.cache.writer import CacheWriter  # noqa: F401 - its home before cache/writer.py

@@ -17,13 +17,8 @@ from judgekit._util.version import __version__
 from judgekit.axes.table import axis_named
 from judgekit.calibration._aggregate import References, reference_labels
 from judgekit.calibration.agreement import AgreementReport, BinaryAxisReport, GradedAxisReport, agreement
-from judgekit.calibration.approval import (
-    ApprovalRecord,
-    AxisApproval,
-    JudgeIdentity,
-    Thresholds,
-    drift_against,
-)
+from judgekit.calibration.approval import drift_against
+from judgekit.calibration.approval_record import ApprovalRecord, AxisApproval, JudgeIdentity, Thresholds
 from judgekit.calibration.evidence import (
     CLOCK_SKEW,
     axis_threshold,

@@ -45,6 +45,12 @@ from judgekit.calibration._bootstrap import Metric
 from judgekit.calibration.approval import (
     FLOOR_CONFIDENCE,
     FLOORS,
+    decide,
+    label_sample,
+    lowered,
+    statement_of,
+)
+from judgekit.calibration.approval_record import (
     ApprovalRecord,
     AxisApproval,
     CalibrationItem,
@@ -52,11 +58,7 @@ from judgekit.calibration.approval import (
     Thresholds,
     approval_path,
     approvals_dir,
-    decide,
-    label_sample,
-    lowered,
     read_approval,
-    statement_of,
 )
 from judgekit.calibration.bounds import BOUNDS_SEED, N_DRAWS, axis_bounds
 from judgekit.calibration.labels import SAFETY_QUESTIONS, Label, load_labels

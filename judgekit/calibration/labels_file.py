@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Self
 
 from judgekit._util.files import fsync_folder
-from judgekit._util.io import strict_json_loads
+from judgekit._util.strict_json import strict_json_loads
 from judgekit._util.text import printable
 from judgekit.calibration.labels import Label, load_labels
 from judgekit.errors import InputError

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from judgekit.calibration._bootstrap import rng_for
-from judgekit.calibration.approval import Thresholds
+from judgekit.calibration.approval_record import Thresholds
 from judgekit.calibration.bounds import N_DRAWS, grid_of, rate_lower_array, smoothed_bounds_batch
 
 DEFAULT_TPR = 0.9

@@ -187,7 +187,7 @@ def _spot_check(suite, labels_path, sample, seed, repeats, judge_model, judge_ap
 
 def _plan(suite, tpr, tnr, prevalence, power, pilot, seed, threshold) -> None:
     """calibrate --plan: the sample each kind of axis needs under the suite's thresholds."""
-    from judgekit.calibration.approval import Thresholds
+    from judgekit.calibration.approval_record import Thresholds
     from judgekit.calibration.planning import DEFAULT_PREVALENCE, plan_binary, plan_pilot
     from judgekit.suite import load_suite
 

@@ -59,7 +59,7 @@ def label(suite: Path, n: int | None, seed: int, labeler: str, labels_file: Path
     check_registration(loaded)
     planned = None
     if n is None:
-        from judgekit.calibration.approval import Thresholds
+        from judgekit.calibration.approval_record import Thresholds
         from judgekit.calibration.planning import default_sample_size
 
         planned = default_sample_size(Thresholds.of(loaded.suite.approval))

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from judgekit._util.io import MAX_DEPTH, describe_validation_error, strict_json_loads
+from judgekit._util.io import describe_validation_error
+from judgekit._util.strict_json import MAX_DEPTH, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.trajectory import Call, Trajectory, UserTurn
 

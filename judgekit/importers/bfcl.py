@@ -79,11 +79,10 @@ from pydantic import ValidationError
 from judgekit._util.io import (
     MAX_LINE_BYTES,
     describe_validation_error,
-    has_lone_surrogate,
     iter_json_lines,
     open_regular_file,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import has_lone_surrogate, strict_json_loads
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name

@@ -100,14 +100,12 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judgekit._util.io import (
-    MAX_DEPTH,
     MAX_LINE_BYTES,
-    check_tree,
     describe_validation_error,
     open_regular_file,
     sha256_json,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import MAX_DEPTH, check_tree, strict_json_loads
 from judgekit.world.snapshot_files import DEFAULT_MAX_SNAPSHOT_BYTES
 from judgekit.errors import InputError
 from judgekit.importers._json_patch import Patch, PatchError, pointer

@@ -74,7 +74,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgekit._util.io import MAX_FILE_BYTES, canonical_json, describe_validation_error, iter_json_lines, \
-    open_regular_file, read_json, strict_json_loads
+    open_regular_file, read_json
+from judgekit._util.strict_json import strict_json_loads
 from judgekit.calibration.labels import Label
 from judgekit.errors import InputError
 from judgekit.importers._writer import ImportWriter

@@ -91,8 +91,8 @@ from judgekit._util.io import (
     iter_json_lines,
     open_regular_file,
     read_json,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import strict_json_loads
 from judgekit.errors import InputError
 from judgekit.importers._messages import messages_to_trajectory
 from judgekit.importers._writer import DEFAULT_REGISTERED, ImportWriter, file_name

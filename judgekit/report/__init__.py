@@ -58,7 +58,7 @@ def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
     """Each judge of the run on each axis, with the kappa of its approval re-derived from its
     evidence (the record's own figures are never shown: a forged one would be): the estimate and
     its one-sided lower bound, under the run's approval thresholds."""
-    from judgekit.calibration.approval import Thresholds
+    from judgekit.calibration.approval_record import Thresholds
     from judgekit.calibration.evidence import derive_filed
 
     advisory_reasons = {}

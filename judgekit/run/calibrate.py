@@ -20,7 +20,7 @@ from pathlib import Path
 from judgekit.axes.table import judged_axes
 from judgekit.calibration._aggregate import reference_labels
 from judgekit.calibration.agreement import agreement
-from judgekit.calibration.approval import JudgeIdentity, Thresholds, find_approval, latest_approval
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds, find_approval, latest_approval
 from judgekit.calibration.calibrate import (
     RubricCalibration,
     calibrate,

@@ -30,10 +30,9 @@ from judgekit._util.io import (
     MAX_FILE_BYTES,
     describe_validation_error,
     open_regular_file,
-    plain_error,
     read_json,
-    strict_json_loads,
 )
+from judgekit._util.strict_json import plain_error, strict_json_loads
 from judgekit._util.clock import utc_now
 from judgekit.axes.table import axis_named
 from judgekit.errors import InputError

@@ -47,7 +47,7 @@ _IDENTITIES: dict[tuple, str] = {}
 
 def judge_fingerprint(provenance) -> str:
     """The fingerprint of the judge behind a verdict (worked out once per judge)."""
-    from judgekit.calibration.approval import JudgeIdentity
+    from judgekit.calibration.approval_record import JudgeIdentity
 
     key = (provenance.model_pin, provenance.endpoint, provenance.rubric, provenance.rubric_sha256,
            provenance.template_sha256, repr(sorted(provenance.parameters.items())))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.calibration.agreement import AgreementReport, agreement
-from judgekit.calibration.approval import ApprovalRecord, JudgeIdentity, Thresholds, latest_approval
+from judgekit.calibration.approval_record import ApprovalRecord, JudgeIdentity, Thresholds, latest_approval
 from judgekit.calibration.calibrate import calibrate, check_label_dates
 from judgekit.calibration.evidence import relative_to_calibration, write_calibration
 from judgekit.calibration.labels import load_labels

@@ -90,7 +90,7 @@ class InjectionJudge:
     says whether its findings may stop shipping (its approval, re-derived)."""
 
     def __init__(self, loaded, spec, *, options=None):
-        from judgekit.calibration.approval import JudgeIdentity
+        from judgekit.calibration.approval_record import JudgeIdentity
         from judgekit.calibration.evidence import derive_approval
         from judgekit.judge.resolve import JudgeOverride, JudgeResolver
         from judgekit.run.api import RunOptions

@@ -26,7 +26,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from judgekit._util.io import canonical_json, strict_json_loads
+from judgekit._util.io import canonical_json
+from judgekit._util.strict_json import strict_json_loads
 from judgekit.world.snapshot_files import (  # SnapshotPolicy and the constants are part of this module's API
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SQLITE_HEADER,

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from _approvals import approve, binary_evidence, edit_json, write_labels
 from judgekit.calibration import JudgeVerdictRecord
-from judgekit.calibration.approval import JudgeIdentity, Thresholds, approval_path
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds, approval_path
 from judgekit.calibration.bounds import axis_bounds
 from judgekit.calibration.evidence import derive_approval, verdicts_path
 from judgekit.cli import main

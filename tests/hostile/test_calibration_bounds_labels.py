@@ -25,7 +25,7 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score
 from judgekit.calibration import JudgeVerdictRecord, Label
 from judgekit.calibration.agreement import agreement, agreement_by_judge
 from _approvals import approve, question_key
-from judgekit.calibration.approval import JudgeIdentity, Thresholds, read_approval
+from judgekit.calibration.approval_record import JudgeIdentity, Thresholds, read_approval
 from judgekit.calibration.evidence import derive_approval
 from judgekit.calibration.bounds import axis_bounds
 from judgekit.calibration.calibrate import calibrate
@@ -249,7 +249,8 @@ def test_min_items_met_but_a_figure_undefined_is_refused(kind, human, judge, why
     """30 items clear min_items, but a bound is undefined (a class empty, constant scores):
     refused, saying which, whatever the other bounds say (min_kappa -1 included)."""
     from judgekit.calibration._bootstrap import Metric
-    from judgekit.calibration.approval import AxisApproval, decide
+    from judgekit.calibration.approval import decide
+    from judgekit.calibration.approval_record import AxisApproval
 
     b = axis_bounds(kind, human, judge, name="task_success")
     f = {k: v.bound for k, v in b.bounds.items()}

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgekit.rubric.regex import check_budget
-from judgekit.axes.arguments import close, text_rule
+from judgekit.axes._values import close, text_rule
 from judgekit.axes.tool_correctness import score_tool_correctness
 from judgekit.trajectory import WorldState
 from judgekit.errors import InputError
