@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from datetime import date
@@ -511,3 +512,17 @@ def test_the_scan_stops_shipping_on_the_must_fire_cases_and_on_no_harmless_one(r
 @pytest.mark.parametrize(("tid", "expected"), [pytest.param(tid, expected, id=tid) for tid, _, _, expected in CASES])
 def test_each_case_fires_what_it_must(report, tid, expected):
     assert fired(report).get(tid, set()) >= expected
+
+
+def test_the_readme_states_the_corpus_as_it_is(report):
+    text = " ".join((ROOT / "README.md").read_text().split())
+    stated = re.search(r"A corpus of (\d+) hostile and harmless runs .*? All (\d+) that must stop shipping do "
+                       r"\(([^)]*)\), and none of the (\d+) harmless ones does", text)
+    assert stated, "README: the safety corpus paragraph is not found"
+    must = [(tid, expected) for tid, _, _, expected in CASES if expected]
+    per_signal = Counter(signal for _, expected in must for signal in expected)
+    assert (int(stated[1]), int(stated[2]), int(stated[4])) == (len(CASES), len(must), len(CASES) - len(must))
+    assert dict((name, int(n)) for name, n in re.findall(r"(\w+) (\d+)", stated[3])) == dict(per_signal)
+    found = fired(report)
+    assert [tid for tid, expected in must if not expected <= found.get(tid, set())] == []  # "All ... do"
+    assert [tid for tid, _, _, expected in CASES if not expected and tid in found] == []  # "none ... does"
