@@ -21,10 +21,12 @@ An approval is re-derived, never read (``derive_approval``). For the judge it ga
    the rule (``approval.shortfalls``), abstentions included.
 
 A record that cannot be re-derived is advisory, with the reason. The trust root is what the
-repository holds and its review: whoever can rewrite the labels and the verdicts together can
-still forge an approval. That edit is visible: both files are hashed into the record and shown
-in every certificate, and ``judgekit calibrate --spot-check`` re-asks a sample of the recorded
-questions and reports answers that differ (drift of the model behind its pin, or tampering).
+repository holds and its review: whoever can rewrite the labels file or the verdicts file (either
+alone is enough) and decide the record again from them can still forge an approval. That edit is
+visible: both files are hashed into the record and shown in every certificate, and ``judgekit
+calibrate --spot-check`` re-asks a sample of the recorded questions and reports answers that
+differ (drift of the model behind its pin, or rewritten verdicts); relabelled items it cannot
+see: only review of the labels file can.
 """
 
 from __future__ import annotations

@@ -208,10 +208,12 @@ def test_rewriting_the_verdicts_without_the_record_hash_is_seen(calibration):
     assert not allowed and "changed since calibration" in why
 
 
-def test_rewriting_labels_and_verdicts_together_is_the_trust_root_and_shows_in_the_certificate(calibration):
-    """The documented limit: who rewrites the verdicts and decides the record again from them (what
-    `judgekit calibrate` writes) forges an approval. Rehashing alone is not enough; the full
-    rewrite is visible in every certificate, which names the verdicts file's new hash."""
+def test_rewriting_the_verdicts_alone_is_the_trust_root_and_shows_in_the_certificate(calibration):
+    """The documented limit: who rewrites the verdicts file alone (the labels untouched) and
+    decides the record again from it (what `judgekit calibrate` writes) forges an approval.
+    Rehashing alone is not enough; the full rewrite is visible in every certificate, which names
+    the verdicts file's new hash."""
+    labels_before = rehash(calibration / "ship" / "labels.jsonl")
     before = rehash(verdicts_path(calibration, "ship", A.fingerprint))
     labels, _ = binary_evidence(HALF, judge=A.model_pin)
     path = verdicts_path(calibration, "ship", A.fingerprint)
@@ -228,6 +230,29 @@ def test_rewriting_labels_and_verdicts_together_is_the_trust_root_and_shows_in_t
     [statement] = gate_of(calibration).approvals
     after = rehash(path)
     assert after != before and f"{A.fingerprint}.verdicts.jsonl (sha256 {after[:12]})" in statement
+    assert rehash(calibration / "ship" / "labels.jsonl") == labels_before  # the labels were never touched
+
+
+def test_rewriting_the_labels_alone_is_the_trust_root_and_shows_in_the_certificate(calibration):
+    """The other half of the limit: who relabels the items to agree with the judge's recorded
+    verdicts (the verdicts file untouched) and decides the record again forges an approval too,
+    visible in every certificate, which names the labels file's new hash. Each file alone is
+    enough: review must cover both."""
+    path = verdicts_path(calibration, "ship", A.fingerprint)
+    labels_path = calibration / "ship" / "labels.jsonl"
+    verdicts_before, labels_before = rehash(path), rehash(labels_path)
+    agreeing, verdicts = binary_evidence([(said, said) for _, said in pairs_of(WRONG_A)], judge=A.model_pin)
+    _, recorded = binary_evidence(pairs_of(WRONG_A), judge=A.model_pin)
+    assert [v.verdict for v in verdicts] == [v.verdict for v in recorded]  # the judge's answers, as recorded
+    write_labels(labels_path, agreeing)
+    allowed, why = gates(calibration)
+    assert not allowed and "changed since calibration" in why  # relabelling without deciding again is seen
+    approve(calibration, A, agreeing, recorded)
+    assert gates(calibration) == (True, None)
+    assert rehash(path) == verdicts_before  # the verdicts file is byte for byte what calibration wrote
+    [statement] = gate_of(calibration).approvals
+    after = rehash(labels_path)
+    assert after != labels_before and f"labels ship/labels.jsonl (sha256 {after[:12]})" in statement
 
 
 @pytest.mark.parametrize("key", [None, "same"])
