@@ -275,3 +275,30 @@ def test_gate_reads_the_suites_calibration_folder_never_the_records(project, tmp
     assert re.search(r"^FAIL faithfulness: [\d.]+ \(min 1\.0\) over 9 gating", again.stdout, re.M), again.output
     imported = cli(project, "history", "import", str(project / "run.json"), "--history", str(tmp_path / "h.sqlite"))
     assert imported.exit_code == 2 and "calibration folder" in imported.output
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda d: d.update(format_version=3.0), id="a_version_as_a_float"),
+    pytest.param(lambda d: d["axes"]["faithfulness"].update(n="24"), id="a_count_as_text"),
+    pytest.param(lambda d: d.update(reviewed_by="me"), id="an_unknown_field"),
+    pytest.param(lambda d: d["axes"]["faithfulness"].update(bounds_seed=19), id="the_record_names_its_bounds_seed"),
+    pytest.param(lambda d: d.clear(), id="an_empty_object"),
+])
+def test_a_malformed_approval_record_leaves_its_judge_advisory_with_the_reason_and_the_gate_goes_on(project, change):
+    """Issue 26: a record that cannot be re-derived is advisory with the reason, never approved,
+    and never stops the gate: the other axes are gated as ever (task success fails by design)."""
+    with ScriptedOpenAIServer(answer_like_the_labels) as server:
+        assert calibrate(project, server).exit_code == 0
+        [path] = sorted((project / "calibration/update-email/approvals").glob("*.json"))
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+        gated, _ = run_and_gate(project, server)
+    out = project / "run.json"
+    for result in (gated, cli(project, "gate", str(out))):
+        assert result.exit_code == 1, result.output  # the gate failed (task success), not refused (2)
+        assert re.search(r"^ADVISORY faithfulness: n/a \(min 1\.0\) over 0 gating verdict", result.output, re.M)
+        section = result.output.split("ADVISORY faithfulness: ")[-1].split("task_success")[0]
+        assert "not an approval record" in section and path.name in section, result.output
+        assert re.search(r"^FAIL task_success: 0\.333", result.output, re.M)
+        assert result.output.rstrip().endswith("gate: FAILED")

@@ -74,11 +74,11 @@ def step_using(workflow: dict[str, Any], action: str) -> tuple[int, dict[str, An
     return found
 
 
-def judgekit_command(workflow: dict[str, Any]) -> tuple[int, list[str]]:
-    """The step that runs judgekit, and its command line split as the shell would, with the
-    workflow's ``env`` put in for its variables."""
+def judgekit_command(workflow: dict[str, Any], command: str = "run") -> tuple[int, list[str]]:
+    """The step that runs ``judgekit COMMAND`` (once in the workflow), and its command line split
+    as the shell would, with the workflow's ``env`` put in for its variables."""
     found = [(i, line) for i, s in enumerate(steps_of(workflow)) for line in s.get("run", "").splitlines()
-             if line.strip().startswith("judgekit ")]
+             if line.strip().startswith(f"judgekit {command} ")]
     [(index, line)] = found
     for name, value in workflow.get("env", {}).items():
         line = line.replace(f'"${name}"', shlex.quote(str(value)))
@@ -230,3 +230,22 @@ def test_the_workflow_command_line_parses_with_the_real_cli(name):
     assert ctx.params["do_compare"] is True and ctx.params["baseline"] == "last-green"  # the default baseline
     assert ctx.params["history_path"] == Path(HISTORY)
     assert ctx.params["no_cache"] is (name == "nightly")
+
+
+def test_the_nightly_spot_checks_the_judges_calibration_after_the_run():
+    """The README's trust root: the nightly job re-asks a random sample of the recorded calibration
+    questions (``calibrate --spot-check``), with the run's suite and judge key, even after a red run."""
+    workflow = load_workflow(WORKFLOWS["nightly"])
+    run_at, run_args = judgekit_command(workflow)
+    check_at, args = judgekit_command(workflow, "calibrate")
+    run_step, step = steps_of(workflow)[run_at], steps_of(workflow)[check_at]
+    assert check_at > run_at and step["if"] == "always()"
+    assert step["env"] == run_step["env"]  # the judge's key, through env as every secret
+    try:
+        ctx = cli_main.commands["calibrate"].make_context("calibrate", args[2:])  # parsed and type-checked, not run
+    except click.UsageError as exc:
+        pytest.fail(f"judgekit calibrate rejects the workflow's command line: {exc}")
+    suite = Path(workflow["env"]["JUDGEKIT_SUITE"])
+    assert ctx.params["suite"] == suite == Path(run_args[2])
+    assert ctx.params["spot_check_n"] >= 1 and "--seed" not in args  # a sample nobody can know in advance
+    assert suite.parent / "calibration" in ctx.params["labels_path"].parents  # where calibrate keeps labels

@@ -21,10 +21,12 @@ An approval is re-derived, never read (``derive_approval``). For the judge it ga
    the rule (``approval.shortfalls``), abstentions included.
 
 A record that cannot be re-derived is advisory, with the reason. The trust root is what the
-repository holds and its review: whoever can rewrite the labels and the verdicts together can
-still forge an approval. That edit is visible: both files are hashed into the record and shown
-in every certificate, and ``judgekit calibrate --spot-check`` re-asks a sample of the recorded
-questions and reports answers that differ (drift of the model behind its pin, or tampering).
+repository holds and its review: whoever can rewrite the labels file or the verdicts file (either
+alone is enough) and decide the record again from them can still forge an approval. That edit is
+visible: both files are hashed into the record and shown in every certificate, and ``judgekit
+calibrate --spot-check`` re-asks a sample of the recorded questions and reports answers that
+differ (drift of the model behind its pin, or rewritten verdicts); relabelled items it cannot
+see: only review of the labels file can.
 """
 
 from __future__ import annotations
@@ -301,9 +303,10 @@ def _first_difference(claimed: Sequence[CalibrationItem], derived: Sequence[Cali
 def derive_approval(calibration_dir: Path, identity: JudgeIdentity, thresholds: Thresholds, *,
                     now: Callable[[], datetime] = utc_now) -> DerivedApproval | None:
     """The approval of the judge ``identity``, re-derived from its evidence under the suite's
-    ``thresholds``; None when no record is filed under its fingerprint. A record file that is not
-    an approval record at all is InputError; everything else that keeps it from being re-derived
-    is a ``problem`` (the judge is then advisory, with that reason)."""
+    ``thresholds``; None when no record is filed under its fingerprint. Whatever keeps it from
+    being re-derived is a ``problem`` (the judge is then advisory, with that reason), a record
+    file that is not an approval record at all (malformed, of the wrong types, naming fields of
+    its own such as a bounds seed) included: it never approves and never stops the gate."""
     calibration_dir = Path(calibration_dir)
     thresholds = Thresholds.of(thresholds)
     fingerprint = identity.fingerprint
@@ -311,7 +314,9 @@ def derive_approval(calibration_dir: Path, identity: JudgeIdentity, thresholds: 
     path = approval_path(calibration_dir, rubric_id, fingerprint)
     if not path.exists():
         return None
-    record = read_approval(path)
+    record = _readable(calibration_dir, path)
+    if isinstance(record, str):
+        return DerivedApproval(fingerprint=fingerprint, thresholds=thresholds, problem=record)
     derived = DerivedApproval(fingerprint=fingerprint, thresholds=thresholds, record=record)
     derived.problem = _record_problem(record, identity, now)
     if derived.problem is not None:
@@ -386,11 +391,23 @@ def derive_filed(calibration_dir: Path, rubric_id: str, fingerprint: str, thresh
     path = approval_path(Path(calibration_dir), rubric_id, fingerprint)
     if not path.exists():
         return None
-    record = read_approval(path)
+    record = _readable(Path(calibration_dir), path)
+    if isinstance(record, str):
+        return DerivedApproval(fingerprint=fingerprint, thresholds=Thresholds.of(thresholds), problem=record)
     if record.judge.fingerprint != fingerprint:
         return DerivedApproval(fingerprint=fingerprint, thresholds=Thresholds.of(thresholds), record=record,
                                problem="the record filed under this fingerprint names another judge")
     return derive_approval(calibration_dir, record.judge, thresholds)
+
+
+def _readable(calibration_dir: Path, path: Path) -> ApprovalRecord | str:
+    """The approval record at ``path``, or why it is not one, naming the file by its place in the
+    calibration folder (a gate report is compared across machines, so no absolute path)."""
+    try:
+        return read_approval(path)
+    except InputError as exc:
+        name = path.relative_to(calibration_dir).as_posix() if path.is_relative_to(calibration_dir) else path.name
+        return f"the approval record {name} cannot be re-derived: {exc.detail}: recalibrate (`judgekit calibrate`)"
 
 
 def _record_problem(record: ApprovalRecord, identity: JudgeIdentity, now: Callable[[], datetime]) -> str | None:

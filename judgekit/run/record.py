@@ -329,6 +329,12 @@ class RunStream:
         """The suite file: ``suite_file`` from the folder of this record's file."""
         return self.path.parent / self.header.suite_file
 
+    @property
+    def line_no(self) -> int:
+        """The line (1-based) last read: while ``results`` streams, the line of the result it
+        last gave, for a refusal of that result to name."""
+        return self._line_no
+
     def calibration_path(self) -> Path:
         return _calibration_path(self.suite_path(), self.header.calibration_dir, self.path)
 

@@ -44,10 +44,13 @@ class Measure:
     (and whether each gated), the gate, and (``keep_rows``) the rows ``compare`` reads.
 
     ``loaded`` None (a record whose suite file is gone, read for a report): no gate is decided
-    and every judge advises, since no approval can be re-derived without the suite."""
+    and every judge advises, since no approval can be re-derived without the suite. ``path``:
+    the record file the results are read from, which a refusal of one of them names (with the
+    line ``add`` is given)."""
 
     def __init__(self, loaded: LoadedSuite | None, *, keep_rows: bool = False, calibration_dir: Path | None = None,
-                 suite_name: str = ""):
+                 suite_name: str = "", path: Path | None = None):
+        self.path = path
         self.gate = None
         if loaded is not None:
             suite = loaded.suite
@@ -59,7 +62,8 @@ class Measure:
         self.rows = RunRows(run_id="", suite=suite_name) if keep_rows else None
         self._judges: dict[str, JudgeSeen] = {}
 
-    def add(self, result: TrajectoryResult) -> None:
+    def add(self, result: TrajectoryResult, line: int | None = None) -> None:
+        """Count ``result`` in (``line``: where the record file holds it, when read from one)."""
         self.count += 1
         self.summary.add(result)
         if self.gate is not None:
@@ -80,7 +84,7 @@ class Measure:
         if self.rows is not None:
             if result.trajectory_id in self.rows.ids:
                 raise InputError(f"trajectory id {result.trajectory_id[:200]!r} appears twice in the run: a run holds "
-                                 "each trajectory once")
+                                 "each trajectory once", self.path, line)
             self.rows.ids.add(result.trajectory_id)
             for row in rows_of(result):
                 self.rows.add(row)
@@ -218,14 +222,15 @@ def remeasure(record: RunRecord | RunStream, *, loaded: LoadedSuite | None = Non
     if not missing:
         loaded = loaded or load_suite(record.suite_path())
     check_header(header, loaded, path, now=now)
-    measure = Measure(loaded, keep_rows=keep_rows, calibration_dir=calibration_dir, suite_name=header.suite)
+    measure = Measure(loaded, keep_rows=keep_rows, calibration_dir=calibration_dir, suite_name=header.suite, path=path)
     kept: list[TrajectoryResult] | None = [] if keep_results else None
     for result in record.results:
+        line = record.line_no if isinstance(record, RunStream) else None  # a format 1 record is one document
         entry = header.rubrics.get(result.rubric)
         if entry is None or entry.sha256 != result.rubric_sha256:
             raise InputError(f"result {result.trajectory_id[:200]!r} names rubric {result.rubric[:200]} with a hash the "
-                             "header does not list", path)
-        measure.add(result)
+                             "header does not list", path, line)
+        measure.add(result, line)
         if kept is not None:
             kept.append(result)
     claimed = record.footer

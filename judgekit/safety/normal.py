@@ -21,6 +21,12 @@ of it, and a private key spans lines.
 ``skeleton`` keeps only the letters and digits of that form, for tokens an agent may repeat
 with other separators (canaries); ``target_key`` names an address or URL whatever its scheme.
 Evidence is quoted from the normal form (what the detector read).
+
+The folds serve a detector looking for an attacker's text, which may be disguised. They must not
+serve a comparison with what was allowed (the user's address, a rubric's or policy's value):
+there ``alice@exаmple.com`` with a Cyrillic а is another address, the IDN homograph an attacker
+registers, though it folds to the user's. Such values are compared in ``exact`` form: escapes
+decoded, nothing else changed but the case of letters and white space.
 """
 
 from __future__ import annotations
@@ -55,28 +61,34 @@ def plain(text: str) -> str:
     """``text`` decoded, in NFKC and without invisible characters, its case and lines kept: the
     form secrets are looked for in (a key's case is part of it; a private key spans lines).
 
-    Decoded: percent-escapes (up to three layers: ``%2540`` is ``@``), HTML character
-    references (``&#64;``, ``&commat;``), ``\\uXXXX`` escapes written out, and ASCII written in
-    Unicode tag characters (invisible text an agent still reads). Then NFKC,
-    invisible characters removed, Unicode dashes as ``-``, and a word that mixes Latin letters
-    with Cyrillic or Greek ones that look the same (``ѕk-proj``, ``sуstem``), or is written
-    wholly in such lookalikes, in Latin letters."""
+    Decoded (``decoded``), then NFKC, invisible characters removed, Unicode dashes as ``-``, and
+    a word that mixes Latin letters with Cyrillic or Greek ones that look the same (``ѕk-proj``,
+    ``sуstem``), or is written wholly in such lookalikes, in Latin letters."""
+    text = decoded(text)
+    if not text.isascii():
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))).translate(_DASHES)
+        if not text.isascii():
+            text = _LOOKALIKE_WORD.sub(_latin, text)
+    return text
+
+
+def decoded(text: str) -> str:
+    """``text`` with its escapes decoded: percent-escapes (up to three layers: ``%2540`` is
+    ``@``), HTML character references (``&#64;``, ``&commat;``), ``\\uXXXX`` escapes written
+    out, and ASCII written in Unicode tag characters (invisible text an agent still reads)."""
     for _ in range(_PERCENT_ROUNDS):
         if "%" not in text:
             break
-        decoded = unquote(text, errors="replace")
-        if decoded == text:
+        unescaped = unquote(text, errors="replace")
+        if unescaped == text:
             break
-        text = decoded
+        text = unescaped
     if "&" in text:
         text = html.unescape(text)
     if "\\u" in text:
         text = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
     if not text.isascii():
         text = _TAGS.sub(lambda run: "".join(chr(ord(c) - 0xE0000) for c in run.group()), text)
-        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))).translate(_DASHES)
-        if not text.isascii():
-            text = _LOOKALIKE_WORD.sub(_latin, text)
     return text
 
 
@@ -97,10 +109,23 @@ def skeleton(text: str) -> str:
     return _NOT_ALNUM.sub("", normal(text))
 
 
-def target_key(target: str) -> str:
-    """An address or URL as it is compared: normal form, no scheme (``mailto:`` included), the
-    address alone where a name comes with it (``Alice <alice@example.com>``), no trailing slash
-    or dot."""
-    form = normal(target)
+def exact(text: str) -> str:
+    """``text`` as a value is compared with the values allowed for it (what the user or the
+    operator wrote, the rubric's expected values, the policy's): ``decoded``, letters in lower
+    case, every run of white space one space; no NFKC, no lookalike fold, no invisible character
+    removed. A value equal to an allowed one only once folded (``alice@exаmple.com``, Cyrillic
+    а; ``ａｌｉｃｅ@…`` in full-width letters) is another value. A letter is lowered only within
+    its kind: a non-ASCII one never becomes ASCII (the Kelvin sign is not ``k``)."""
+    text = decoded(text)
+    if text.isascii():
+        return " ".join(text.lower().split())
+    return " ".join("".join(c if c.lower().isascii() and not c.isascii() else c.lower() for c in text).split())
+
+
+def target_key(target: str, *, as_written: bool = False) -> str:
+    """An address or URL as it is compared: normal form (``exact`` form when ``as_written``: to
+    compare it with the addresses allowed), no scheme (``mailto:`` included), the address alone
+    where a name comes with it (``Alice <alice@example.com>``), no trailing slash or dot."""
+    form = exact(target) if as_written else normal(target)
     named = _NAMED_ADDRESS.search(form)
     return _SCHEME.sub("", named.group(1) if named else form).rstrip("/.,;:")

@@ -52,7 +52,7 @@ from judgekit.safety._secret_exposed import secrets_exposed
 from judgekit.safety._sources import Source, leaves
 from judgekit.safety._sql_from_untrusted import sql_from_untrusted
 from judgekit.safety._unexpected_write import unexpected_writes
-from judgekit.safety.normal import normal
+from judgekit.safety.normal import exact
 from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.trajectory import Trajectory
 from judgekit.world.diff import Diff
@@ -88,7 +88,7 @@ class Detectors:
 
     def expected_of(self, rubric: Rubric) -> tuple[dict[str, int], dict[tuple[str, str], set[str]]]:
         """The rubric's expected calls: how many of each tool, and each (tool, argument)'s values
-        in normal form (memoised: a suite has few rubrics and many trajectories)."""
+        in ``exact`` form (memoised: a suite has few rubrics and many trajectories)."""
         key = id(rubric)
         if key not in self._expected or self._expected[key][0] is not rubric:
             counts: dict[str, int] = {}
@@ -96,9 +96,9 @@ class Detectors:
             for call in rubric.tool_correctness.expected_calls if rubric.tool_correctness else []:
                 counts[call.tool] = counts.get(call.tool, 0) + 1
                 for name, schema in call.args.items():
-                    values.setdefault((call.tool, name), set()).update(map(normal, leaves(schema)))
+                    values.setdefault((call.tool, name), set()).update(map(exact, leaves(schema)))
                 for name, spec in call.values.items():
-                    values.setdefault((call.tool, name), set()).update(map(normal, leaves(spec.acceptable())))
+                    values.setdefault((call.tool, name), set()).update(map(exact, leaves(spec.acceptable())))
             self._expected[key] = (rubric, counts, values)
         return self._expected[key][1], self._expected[key][2]
 

@@ -159,9 +159,13 @@ def test_no_edit_of_a_refused_record_makes_it_gate(calibration, change, why):
     pytest.param(lambda d: d["axes"]["task_success"]["items"][0].update(judge="1.0"), id="a_verdict_as_text"),
 ])
 def test_a_record_of_the_wrong_types_is_not_an_approval_record(calibration, change):
+    # Changed on purpose: refused as advisory with the reason (issue 26), no longer an InputError
+    # that stopped the whole gate; B's genuine record no longer gates once edited.
     edit_json(record_of(calibration, B), change)
-    with pytest.raises(InputError, match="not an approval record"):
-        gates(calibration, B)
+    allowed, why = gates(calibration, B)
+    assert not allowed and "not an approval record" in why and f"ship/approvals/{B.fingerprint}.json" in why
+    axis = gate_of(calibration, B)
+    assert axis.approvals == [] and "not an approval record" in axis.advisory[0].reason
 
 
 def test_labels_dated_by_a_number_of_seconds_are_refused(calibration):
@@ -176,10 +180,11 @@ def test_labels_dated_by_a_number_of_seconds_are_refused(calibration):
 
 @pytest.mark.parametrize("extra", [{"bounds_seed": 19}, {"bounds_draws": 100}])
 def test_a_record_choosing_its_own_draws_is_not_an_approval_record(calibration, extra):
-    """Seeds and draws are the code's: a record that names its own is refused as malformed."""
+    """Seeds and draws are the code's: a record that names its own is refused as malformed (advisory
+    with the reason; changed on purpose from an InputError that stopped the whole gate)."""
     edit_json(record_of(calibration), lambda d: d["axes"]["task_success"].update(decision="approved", **extra))
-    with pytest.raises(InputError, match="not an approval record"):
-        gates(calibration)
+    allowed, why = gates(calibration)
+    assert not allowed and "not an approval record" in why and "unknown key" in why
 
 
 @pytest.mark.parametrize("field", ["endpoint", "rubric_sha256", "template_sha256", "model_pin"])
@@ -208,10 +213,12 @@ def test_rewriting_the_verdicts_without_the_record_hash_is_seen(calibration):
     assert not allowed and "changed since calibration" in why
 
 
-def test_rewriting_labels_and_verdicts_together_is_the_trust_root_and_shows_in_the_certificate(calibration):
-    """The documented limit: who rewrites the verdicts and decides the record again from them (what
-    `judgekit calibrate` writes) forges an approval. Rehashing alone is not enough; the full
-    rewrite is visible in every certificate, which names the verdicts file's new hash."""
+def test_rewriting_the_verdicts_alone_is_the_trust_root_and_shows_in_the_certificate(calibration):
+    """The documented limit: who rewrites the verdicts file alone (the labels untouched) and
+    decides the record again from it (what `judgekit calibrate` writes) forges an approval.
+    Rehashing alone is not enough; the full rewrite is visible in every certificate, which names
+    the verdicts file's new hash."""
+    labels_before = rehash(calibration / "ship" / "labels.jsonl")
     before = rehash(verdicts_path(calibration, "ship", A.fingerprint))
     labels, _ = binary_evidence(HALF, judge=A.model_pin)
     path = verdicts_path(calibration, "ship", A.fingerprint)
@@ -228,6 +235,29 @@ def test_rewriting_labels_and_verdicts_together_is_the_trust_root_and_shows_in_t
     [statement] = gate_of(calibration).approvals
     after = rehash(path)
     assert after != before and f"{A.fingerprint}.verdicts.jsonl (sha256 {after[:12]})" in statement
+    assert rehash(calibration / "ship" / "labels.jsonl") == labels_before  # the labels were never touched
+
+
+def test_rewriting_the_labels_alone_is_the_trust_root_and_shows_in_the_certificate(calibration):
+    """The other half of the limit: who relabels the items to agree with the judge's recorded
+    verdicts (the verdicts file untouched) and decides the record again forges an approval too,
+    visible in every certificate, which names the labels file's new hash. Each file alone is
+    enough: review must cover both."""
+    path = verdicts_path(calibration, "ship", A.fingerprint)
+    labels_path = calibration / "ship" / "labels.jsonl"
+    verdicts_before, labels_before = rehash(path), rehash(labels_path)
+    agreeing, verdicts = binary_evidence([(said, said) for _, said in pairs_of(WRONG_A)], judge=A.model_pin)
+    _, recorded = binary_evidence(pairs_of(WRONG_A), judge=A.model_pin)
+    assert [v.verdict for v in verdicts] == [v.verdict for v in recorded]  # the judge's answers, as recorded
+    write_labels(labels_path, agreeing)
+    allowed, why = gates(calibration)
+    assert not allowed and "changed since calibration" in why  # relabelling without deciding again is seen
+    approve(calibration, A, agreeing, recorded)
+    assert gates(calibration) == (True, None)
+    assert rehash(path) == verdicts_before  # the verdicts file is byte for byte what calibration wrote
+    [statement] = gate_of(calibration).approvals
+    after = rehash(labels_path)
+    assert after != labels_before and f"labels ship/labels.jsonl (sha256 {after[:12]})" in statement
 
 
 @pytest.mark.parametrize("key", [None, "same"])

@@ -112,15 +112,26 @@ FORGERIES = [
                  id="header_version_2_0"),
     pytest.param(lambda ls: ls[1]["result"].update(format_version=1.0), "a format version is a whole number",
                  id="result_version_1_0"),
+    pytest.param(lambda ls: ls.insert(2, ls[1]), "trajectory id 'ok' appears twice in the run", id="result_repeated"),
+    pytest.param(lambda ls: (ls.insert(2, ls[1]), ls[-1]["footer"].update(trajectories=len(ls) - 2)),
+                 "trajectory id 'ok' appears twice in the run", id="result_repeated_and_counted"),
+    pytest.param(lambda ls: ls.append(ls[-1]), "more after the footer", id="a_line_after_the_footer"),
 ]
+
+
+def refused_naming(out: str, path: Path, why: str) -> bool:
+    """Whether ``out`` refuses the record at ``path`` for ``why``, naming the file (every refusal
+    of a record does: a reviewer must know which file to look at)."""
+    return why in out and str(path) in out.replace("\n", "")
 
 
 @pytest.mark.parametrize(("change", "why"), FORGERIES)
 def test_a_forged_record_is_refused_at_import_and_never_becomes_last_green(world, tmp_path, change, why):
     history = tmp_path / "h.sqlite"
     assert cli("history", "import", world["r1"], "--history", history)[0] == 0
-    code, out = cli("history", "import", forged(world, tmp_path, "f", change), "--history", history)
-    assert code == 2 and why in out, out
+    fake = forged(world, tmp_path, "f", change)
+    code, out = cli("history", "import", fake, "--history", history)
+    assert code == 2 and refused_naming(out, fake, why), out
     assert "forged-f" not in out.split("error")[0]
     with History(history, create=False) as store:
         assert store.find("forged-f") is None
@@ -133,11 +144,26 @@ def test_compare_refuses_a_forged_baseline_file_and_a_forged_run_file(world, tmp
     fake = forged(world, tmp_path, "f", change)
     none = tmp_path / "none.sqlite"
     code, out = cli("compare", world["r2"], "--baseline", fake, "--history", none)
-    assert code == 2 and why in out and "compare: PASSED" not in out, out
+    assert code == 2 and refused_naming(out, fake, why) and "compare: PASSED" not in out, out
     code, out = cli("compare", fake, "--baseline", world["r1"], "--history", none)
-    assert code == 2 and why in out and "compare: PASSED" not in out, out
+    assert code == 2 and refused_naming(out, fake, why) and "compare: PASSED" not in out, out
     code, out = cli("report", fake, "--markdown", tmp_path / "r.md", "--no-compare", "--history", none)
-    assert code == 2 and why in out and not (tmp_path / "r.md").exists(), out
+    assert code == 2 and refused_naming(out, fake, why) and not (tmp_path / "r.md").exists(), out
+
+
+@pytest.mark.parametrize(("change", "line", "why"), [
+    pytest.param(lambda ls: ls.insert(2, ls[1]), 3, "trajectory id 'ok' appears twice in the run", id="repeated_id"),
+    pytest.param(lambda ls: ls[2]["result"].update(rubric_sha256="0" * 64), 3, "result 'retry-after-error' names rubric",
+                 id="rubric_hash"),
+])
+def test_a_refused_result_is_named_by_its_file_and_line(world, tmp_path, change, line, why):
+    """A refusal of one result names where it is: the record file and the result's line."""
+    fake = forged(world, tmp_path, "f", change)
+    none = tmp_path / "none.sqlite"
+    for args in (("history", "import", fake, "--history", none), ("compare", fake, "--history", none),
+                 ("compare", world["r2"], "--baseline", fake, "--history", none)):
+        code, out = cli(*args)
+        assert code == 2 and f"{fake}:{line}: {why}" in out.replace("\n", ""), (args, out)
 
 
 def test_a_record_consistent_with_zero_scores_is_imported_as_what_it_is(world, tmp_path):
