@@ -1,5 +1,6 @@
-"""The import structure: no circle between judgekit's modules, and the judge package sits below
-the run (it knows how to reach a judge, never what a run is)."""
+"""The import structure: no circle between judgekit's modules or packages, every package in its
+declared layer (``LAYERS``) and importing only from the layers below, a short top level, and no
+module long enough to hold several jobs."""
 
 from __future__ import annotations
 
@@ -80,35 +81,73 @@ def test_no_module_imports_itself_through_others():
     assert circles(graph()) == []
 
 
-def within(module: str, places: tuple[str, ...]) -> bool:
-    return any(module == place or module.startswith(place + ".") for place in places)
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # Lowest first. A package (or top-level module) imports only from layers below its own, never
+    # from its own layer or above: the flow reads top-down, and a new arrow back up fails here.
+    ("errors", "prompts"),
+    ("_util",),                                   # reading, writing, documents, text, secrets, clock
+    ("runtime",),                                 # process set-up
+    ("judge", "verdict", "world", "testing"),     # reaching a judge; what it says; snapshots and diff
+    ("schemas",),                                 # the format registry: names its models as strings
+    ("rubric", "trajectory", "results", "cache"),
+    ("prompt", "suite"),
+    ("axes",),                                    # the axes: scorers, prompt sections, verdict -> result
+    ("calibration",),                             # consumes verdicts only
+    ("gate",),
+    ("run",),                                     # plan, ask, execute, merge, record
+    ("report", "export", "importers"),            # a run's reports and events; other tools' runs in
+    ("ci",),                                      # after a run: history, compare, the loop
+    ("safety", "pytest_plugin"),
+    ("cli",),
+    ("__main__",),
+)
+"""The declared order of judgekit's packages and top-level modules (``judgekit.`` left out).
+``judgekit/__init__.py`` is the facade over all of them: it names its exports as strings and
+loads them lazily, so it imports none of them."""
+
+MAX_TOP_LEVEL_MODULES = 12
+MAX_MODULE_LINES = 500
+"""A module longer than this holds more than one job; one-format importers aside."""
 
 
-def test_the_judge_package_knows_nothing_of_runs_caches_gates_or_the_cli():
-    above = ("judgekit.run", "judgekit.cache", "judgekit.gate", "judgekit.calibration", "judgekit.cli",
-             "judgekit.axes", "judgekit.checks", "judgekit.suite", "judgekit.rubric", "judgekit.prompt")
-    edges = graph()
-    wrong = {module: sorted(t for t in targets if within(t, above))
-             for module, targets in edges.items() if within(module, ("judgekit.judge",))}
-    assert {m: t for m, t in wrong.items() if t} == {}
+def place(module: str) -> str:
+    """The package or top-level module ``module`` belongs to (``judgekit.run.plan`` -> ``run``)."""
+    return module.split(".")[1] if module.count(".") >= 1 else ""
 
 
-def test_the_run_package_is_below_the_cli_and_reporting():
-    edges = graph()
-    wrong = {module: sorted(t for t in targets if within(t, ("judgekit.cli", "judgekit.importers")))
-             for module, targets in edges.items() if within(module, ("judgekit.run",))}
-    assert {m: t for m, t in wrong.items() if t} == {}
+def tiers() -> dict[str, int]:
+    return {name: tier for tier, names in enumerate(LAYERS) for name in names}
 
 
-def test_the_plumbing_imports_nothing_of_judgekit_but_its_errors():
-    edges = graph()
-    above = {name: sorted(imported - {"judgekit.errors"} - {m for m in imported if m.startswith("judgekit._util")})
-             for name, imported in edges.items() if name.startswith("judgekit._util")}
-    assert {name: found for name, found in above.items() if found} == {}
+def test_every_package_and_top_level_module_has_a_declared_layer():
+    places = {place(module) for module in graph()} - {""}
+    assert sorted(places - set(tiers())) == []
+    assert sorted(set(tiers()) - places) == []
 
 
-def test_the_suite_and_its_safety_policy_import_nothing_of_the_scan():
-    edges = graph()
-    up = {name: sorted(m for m in imported if m.startswith("judgekit.safety"))
-          for name, imported in edges.items() if name == "judgekit.suite" or name.startswith("judgekit.suite.")}
-    assert {name: found for name, found in up.items() if found} == {}
+def test_no_import_runs_to_the_same_layer_or_up():
+    tier = tiers()
+    up = sorted(f"{module} -> {target}" for module, targets in graph().items() for target in targets
+                if place(module) and place(target) and place(module) != place(target)
+                and tier[place(target)] >= tier[place(module)])
+    assert up == []
+
+
+def test_no_package_imports_itself_through_others():
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        packages.setdefault(place(module), set()).update(place(t) for t in targets if place(t) != place(module))
+    assert circles(packages) == []
+
+
+def test_the_top_level_holds_the_flow_steps_only():
+    modules = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(modules) <= MAX_TOP_LEVEL_MODULES, modules
+
+
+def test_no_module_holds_several_jobs():
+    importers = PACKAGE / "importers"
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+            and not (p.parent == importers and not p.name.startswith("_"))}
+    assert long == {}
