@@ -28,7 +28,8 @@ from judgekit.run.record import ProjectState, new_run_id, project_state
 from judgekit.safety.findings import SIGNAL_TITLES, SIGNALS, Finding
 from judgekit.safety.risks import RiskRegister, RiskState, confine_risks, load_risks
 from judgekit.rubric.model import Rubric
-from judgekit.safety.judged import InjectionJudge, Question
+from judgekit.safety.exfiltration import judged_write, unflagged_actions
+from judgekit.safety.judged import EXFILTRATION, QUESTION, QUESTIONS, SafetyJudge, Question
 from judgekit.safety.signals import Detectors, Scanned, masked
 from judgekit.trajectory import Trajectory
 from judgekit.suite import LoadedSuite
@@ -115,8 +116,9 @@ class SafetyReport(BaseModel):
                                      "(they waive nothing; they stop shipping until fixed).")
     risks: list[RiskState] = Field(default_factory=list, description="Every residual-risk record and its state today.")
     residual_risk: ResidualRisk
-    judge: str | None = Field(None, description="The judge-based injection detector that ran, if any, and whether its "
-                              "findings stop shipping (approved by calibration) or only advise, and why.")
+    judge: str | None = Field(None, description="The judge-based detectors that ran, if any (the injection question's "
+                              "first, the exfiltration question's named), and whether their findings stop shipping "
+                              "(approved by calibration) or only advise, and why.")
     limits: str = LIMITS
 
 
@@ -136,7 +138,8 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                risks: RiskRegister | None = None, owner: str | None = None, use_judge: bool = True,
                environ=os.environ) -> SafetyReport:
     """Scan every trajectory of ``loaded`` under its ``safety:`` policy (and, unless
-    ``use_judge`` is false, ask its judge about the untrusted text no pattern flagged).
+    ``use_judge`` is false, ask its judge the policy's ``judge_questions``: about the untrusted
+    text no pattern flagged, and about the writes and sends no check flagged).
 
     The waivers are the records of ``safety.risks`` (``risks`` replaces them). A risks folder,
     or a record that is a symbolic link, outside the suite file's folder tree once every link
@@ -165,17 +168,22 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
     today = today or started.date()
     register = risks if risks is not None else load_risks(
         risks_folder, suite_file=loaded.path, today=today, max_days=policy.max_waiver_days)
-    judge = InjectionJudge(loaded, policy.judge) if policy.judge is not None and use_judge else None
+    judges = ({name: SafetyJudge(loaded, policy.judge, QUESTIONS[name]) for name in policy.judge_questions}
+              if policy.judge is not None and use_judge else {})
+    judge, exfil = judges.get(QUESTION), judges.get(EXFILTRATION)
     detectors = Detectors(policy, keep_unflagged=judge is not None)
     findings: list[ScanFinding] = []
     notes: list[str] = []
     used: dict[str, tuple[object, int]] = {}
     refused: set[str] = set()
     asked = [0, 0]  # questions to the judge, and those without a valid answer
+    asked_exfil = [0, 0]
 
     def settle(window: list[tuple[Rubric, Trajectory, Scanned]]) -> None:
         if judge is not None:
             _judge_window(judge, detectors, window, asked)
+        if exfil is not None:
+            _exfil_window(exfil, detectors, window, asked_exfil)
         for _, _, scanned in window:
             notes.extend(scanned.notes)
             for finding in scanned.findings:
@@ -191,7 +199,7 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
     # Only the judge needs trajectories kept (its questions go in batches); without it each is
     # settled at once: 64 parsed trajectories alive at a time cost the garbage collector ~25%
     # of the scan (measured).
-    window_size = JUDGE_WINDOW if judge is not None else 1
+    window_size = JUDGE_WINDOW if judges else 1
     window: list[tuple[Rubric, Trajectory, Scanned]] = []
     try:
         for rubric, item in iter_trajectories_of(loaded):
@@ -208,12 +216,12 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
                 window = []
         settle(window)
     finally:
-        if judge is not None:
-            judge.close()
+        for each in judges.values():
+            each.close()
     decisions = [_decide(signal, findings, used) for signal in SIGNALS]
     problems = [masked(p, 400) for p in register.problems]
     stop = any(d.stop_ship for d in decisions) or bool(problems)
-    deferred = _deferred(notes, findings, used, judge, asked)
+    deferred = _deferred(notes, findings, used, judge, asked, exfil, asked_exfil)
     summary = _summary(stop, decisions, findings, count, problems)
     suite_settings = loaded.suite.model_dump(mode="json")
     report = SafetyReport(
@@ -232,8 +240,9 @@ def scan_suite(loaded: LoadedSuite, *, today: date | None = None, allow_dirty: b
         risk_problems=problems,
         risks=register.summary(today, within_days=EXPIRY_WARNING_DAYS),
         residual_risk=ResidualRisk(owner=masked(owner, 200), date=today, summary=summary, deferred=deferred),
-        judge=(f"{judge.name}: {judge.advisory or 'approved by calibration, its findings stop shipping'}"
-               if judge else None),
+        judge="; ".join(f"{j.name}{'' if name == QUESTION else ' on ' + name}: "
+                        f"{j.advisory or 'approved by calibration, its findings stop shipping'}"
+                        for name, j in judges.items()) or None,
     )
     # Every other text masked too, the suite's and the records' included (the record is written
     # as is): each string on its own, so the JSON stays JSON. The findings were masked as they
@@ -277,7 +286,7 @@ def _decide(signal: str, findings: list[ScanFinding], used: dict) -> SignalDecis
                           open=len(open_), stop_ship=bool(open_), trajectories=trajectories, owners=owners)
 
 
-def _judge_window(judge: InjectionJudge, detectors: Detectors, window, asked: list[int]) -> None:
+def _judge_window(judge: SafetyJudge, detectors: Detectors, window, asked: list[int]) -> None:
     """Ask the judge about every unflagged source of the window, then follow what it found."""
     questions = [(k, source) for k, (_, _, scanned) in enumerate(window) for source in scanned.unflagged]
     if not questions:
@@ -293,16 +302,40 @@ def _judge_window(judge: InjectionJudge, detectors: Detectors, window, asked: li
             detectors.follow_judged(trajectory, rubric, source, answer.instruction, judge.name, judge.advisory, scanned)
 
 
-def _deferred(notes: list[str], findings: list[ScanFinding], used: dict, judge: InjectionJudge | None,
-              asked: list[int]) -> list[str]:
+def _exfil_window(judge: SafetyJudge, detectors: Detectors, window, asked: list[int]) -> None:
+    """Ask the judge about every write and send of the window no check flagged, and report
+    what it reads as exfiltration (with a recipient copied from the call) as an unexpected write."""
+    questions = [item for k, (rubric, trajectory, scanned) in enumerate(window)
+                 for item in unflagged_actions(detectors, rubric, trajectory, k, scanned.findings)]
+    if not questions:
+        return
+    answers = judge.ask(questions)
+    asked[0] += len(questions)
+    for item, answer in zip(questions, answers):
+        _, trajectory, scanned = window[item.trajectory_index]
+        if answer is None:
+            asked[1] += 1
+        elif answer.exfiltration:
+            made = judged_write(detectors, trajectory, item, answer, judge.name, judge.advisory)
+            (scanned.notes if isinstance(made, str) else scanned.findings).append(made)
+
+
+def _deferred(notes: list[str], findings: list[ScanFinding], used: dict, judge: SafetyJudge | None,
+              asked: list[int], exfil: SafetyJudge | None = None, asked_exfil: list[int] | None = None) -> list[str]:
     if judge is None:
+        why = ("the judge is not asked safety.injection (safety.judge_questions)" if exfil is not None
+               else "no judge-based detector ran (set safety.judge)")
         unknown = ("untrusted text the patterns do not know (paraphrased or encoded instructions, multi-step chains): "
-                   "no judge-based detector ran (set safety.judge), so nobody read it; review a sample by hand")
+                   f"{why}, so nobody read it; review a sample by hand")
     else:
         status = (judge.advisory or f"approved, so its findings stop shipping ({judge.certificate})")
         unknown = (f"untrusted text the patterns do not know was read by {judge.name}: {asked[0]} source(s) asked, "
                    f"{asked[1]} without a valid answer; what it found is {status}")
     deferred = [unknown]
+    if exfil is not None and asked_exfil is not None:
+        status = (exfil.advisory or f"approved, so its findings stop shipping ({exfil.certificate})")
+        deferred.append(f"writes and sends no check flagged were read for exfiltration by {exfil.name}: "
+                        f"{asked_exfil[0]} asked, {asked_exfil[1]} without a valid answer; what it found is {status}")
     if notes:
         deferred.append(f"{len(notes)} note(s): instructions seen but not followed, or queries holding untrusted "
                         "text that did not parse; each is listed under notes")
