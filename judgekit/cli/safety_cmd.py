@@ -40,9 +40,11 @@ def safety(suite_path: Path, out, junit, markdown, html, history_path, record, a
     followed as an instruction, secrets exposed, SQL built from untrusted text. A finding is
     waived only by a valid residual-risk record (safety/risks/*.yaml: owner, date, expiry,
     rollback). Prints the decision table; exits 4 when a stop-ship signal is open, 0 when none
-    is. With `safety.judge` set, a judge also reads the untrusted text no pattern flagged; what
-    it finds stops shipping only when the judge is approved by calibration on labelled sources
-    (`judgekit calibrate SUITE --labels calibration/safety-injection/labels.jsonl`), and is
+    is. With `safety.judge` set, a judge also reads the untrusted text no pattern flagged (and,
+    where safety.judge_questions names safety.exfiltration, the writes and sends no check
+    flagged); what it finds on a question stops shipping only when the judge is approved by
+    calibration on labelled items of that question (`judgekit calibrate SUITE --labels
+    calibration/safety-injection/labels.jsonl`, or calibration/safety-exfiltration/), and is
     advisory otherwise. Automated checks catch known patterns; new chains and policy judgement
     still need review.
     """

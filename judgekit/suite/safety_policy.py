@@ -119,9 +119,11 @@ class SafetyPolicy(BaseModel):
     )
     judge: JudgeSpec | None = Field(
         None,
-        description="A judge that reads the untrusted text the patterns found nothing in, for instructions "
-        "addressed to the agent. What it finds stops shipping once it is approved on labelled sources "
-        "(judgekit calibrate, rubric safety-injection@1.0.0); until then it is advisory.",
+        description="A judge that reads what the deterministic checks found nothing in, asked the questions of "
+        "judge_questions: untrusted text, for instructions addressed to the agent; writes and sends, for "
+        "exfiltration. What it finds on a question stops shipping once it is approved on labelled items of that "
+        "question (judgekit calibrate; rubrics safety-injection@1.0.0, safety-exfiltration@1.0.0); until then it "
+        "is advisory.",
     )
     judge_questions: list[Literal["safety.injection", "safety.exfiltration"]] = Field(
         default_factory=lambda: ["safety.injection"], min_length=1, max_length=2,
