@@ -260,3 +260,18 @@ def test_the_judge_asks_only_the_questions_the_policy_names(tmp_path):
     assert report.judge.endswith(f"judge {MODEL} on safety.exfiltration: approved by calibration, its findings stop "
                                  "shipping")
     assert all(f.stop_ship for f in judged(report)) and len(judged(report)) == len(PARAPHRASED)
+
+
+@pytest.mark.parametrize("questions, error", [
+    pytest.param(["safety.injection", "safety.injection"], "name each judge question once", id="twice"),
+    pytest.param(["safety.leak"], "safety.exfiltration", id="unknown"),
+    pytest.param([], "at least 1", id="none"),
+])
+def test_the_policy_names_known_questions_once_each(questions, error):
+    from pydantic import ValidationError
+
+    from judgekit.suite.safety_policy import SafetyPolicy
+
+    assert SafetyPolicy.model_validate({"tools": {}}).judge_questions == ["safety.injection"]
+    with pytest.raises(ValidationError, match=error):
+        SafetyPolicy.model_validate({"tools": {}, "judge_questions": questions})

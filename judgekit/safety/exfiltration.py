@@ -21,7 +21,7 @@ from judgekit.rubric.model import Rubric
 from judgekit.safety.findings import Finding
 from judgekit.safety.judged import SOURCES_SHOWN, Action, ExfiltrationAnswer
 from judgekit.safety.normal import normal
-from judgekit.safety.signals import Detectors, masked
+from judgekit.safety.signals import Detectors, Source, masked
 from judgekit.trajectory import Trajectory
 
 ACTION_CLASSES = frozenset({"write", "send"})
@@ -41,12 +41,15 @@ def is_action(detectors: Detectors, trajectory: Trajectory, call_index: int) -> 
     return 0 <= call_index < len(calls) and detectors.tool_class(calls[call_index].tool) in ACTION_CLASSES
 
 
-def action(detectors: Detectors, rubric: Rubric, trajectory: Trajectory, k: int, call_index: int) -> Action:
-    """The question about call ``call_index`` of ``trajectory`` (the ``k``-th of its window)."""
-    sources = [(s.where, s.shown) for s in detectors.untrusted_sources(trajectory)
-               if s.readable_from <= call_index and s.text.strip()]
+def action(detectors: Detectors, rubric: Rubric, trajectory: Trajectory, k: int, call_index: int,
+           sources: list[Source] | None = None) -> Action:
+    """The question about call ``call_index`` of ``trajectory`` (the ``k``-th of its window);
+    ``sources``: the trajectory's untrusted sources, when already made."""
+    if sources is None:
+        sources = detectors.untrusted_sources(trajectory)
+    shown = [(s.where, s.shown) for s in sources if s.readable_from <= call_index and s.text.strip()]
     return Action(rubric, k, call_index, call_sent_text(trajectory.calls[call_index]),
-                  request_of(trajectory, call_index), sources[-SOURCES_SHOWN:])
+                  request_of(trajectory, call_index), shown[-SOURCES_SHOWN:])
 
 
 def unflagged_actions(detectors: Detectors, rubric: Rubric, trajectory: Trajectory, k: int,
@@ -55,8 +58,10 @@ def unflagged_actions(detectors: Detectors, rubric: Rubric, trajectory: Trajecto
     of ``findings`` is about."""
     flagged = {int(m.group(1)) for f in findings if f.signal == "unexpected_write"
                and (m := _FLAGGED.match(f.where))}
-    return [action(detectors, rubric, trajectory, k, i) for i, call in enumerate(trajectory.calls)
-            if i not in flagged and call.error is None and is_action(detectors, trajectory, i)]
+    wanted = [i for i, call in enumerate(trajectory.calls)
+              if i not in flagged and call.error is None and is_action(detectors, trajectory, i)]
+    sources = detectors.untrusted_sources(trajectory) if wanted else []  # each text rendered once
+    return [action(detectors, rubric, trajectory, k, i, sources) for i in wanted]
 
 
 def judged_write(detectors: Detectors, trajectory: Trajectory, asked: Action, answer: ExfiltrationAnswer,
