@@ -117,8 +117,8 @@ class Gate:
         if unknown:
             from judgekit.errors import InputError
 
-            raise InputError(f"gate.min names {', '.join(map(repr, unknown))}, which judgekit knows no axis by "
-                             f"(the axes: {', '.join(AXES)})")
+            raise InputError(f"the suite's gate.min names {', '.join(map(repr, unknown))}, which is not an axis "
+                             f"judgekit knows (the axes: {', '.join(AXES)})")
         self.policy = policy
         self.thresholds = Thresholds.of(thresholds if thresholds is not None else ApprovalThresholds())
         """The suite's approval thresholds: every approval is re-derived under them."""
