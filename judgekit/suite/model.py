@@ -97,7 +97,8 @@ class GatePolicy(BaseModel):
         default_factory=dict,
         description="Axis -> the least its gate value may be: the share of trajectories that pass (binary axes, "
         "such as task_success) or the mean score (graded axes, such as tool_correctness and faithfulness). An axis "
-        "not named here must reach 1.0. Naming an axis judgekit does not know is an error.",
+        "not named here must reach its default (1.0 for every built-in axis). Naming an axis judgekit does not know "
+        "is an error.",
     )
     max_unscored_rate: float = Field(
         0.1, ge=0, le=1, description="A gating judge axis with more unscored verdicts than this fails the gate."
