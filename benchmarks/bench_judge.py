@@ -48,7 +48,8 @@ from judgekit.judge.target import JudgeTarget
 from judgekit.run.jobs import JudgeJob, response_format
 from judgekit.run.judging import JudgeRunner
 from judgekit.judge.spec import JudgeSpec
-from judgekit.prompt import build_prompt, faithfulness_sections
+from judgekit.axes.faithfulness import faithfulness_sections
+from judgekit.prompt import build_prompt
 from judgekit.rubric.model import FaithfulnessCriteria, Rubric
 from judgekit.testing import Reply, ScriptedOpenAIServer
 from judgekit.trajectory import Trajectory

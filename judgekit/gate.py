@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from judgekit._util.io import RECORD_CONFIG
-from judgekit.axes.table import axis_named
+from judgekit.axes.table import AXES, axis_named
 from judgekit.calibration.approval_record import JudgeIdentity, Thresholds
 from judgekit.calibration.evidence import DerivedApproval, derive_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
@@ -108,11 +108,17 @@ class Gate:
     Deterministic axes always gate. A judge's verdict gates only when an approval record
     matches its fingerprint, its axis was approved and (unless the suite allows it) the API
     reported the pinned model; otherwise it is advisory, and what still gates of it is what the
-    axis table says (task success: its deterministic checks).
+    axis says (``Axis.fallback_value``) (task success: its deterministic checks).
     """
 
     def __init__(self, policy: GatePolicy, calibration_dir: Path, *, seed: int = 0,
                  thresholds: ApprovalThresholds | None = None):
+        unknown = sorted(set(policy.min) - set(AXES))
+        if unknown:
+            from judgekit.errors import InputError
+
+            raise InputError(f"the suite's gate.min names {', '.join(map(repr, unknown))}, which is not an axis "
+                             f"judgekit knows (the axes: {', '.join(AXES)})")
         self.policy = policy
         self.thresholds = Thresholds.of(thresholds if thresholds is not None else ApprovalThresholds())
         """The suite's approval thresholds: every approval is re-derived under them."""
@@ -195,10 +201,9 @@ class Gate:
             self._advisory[(name, result.rubric, reason, mismatch)] += 1
             if res.status == "scored":
                 self._advisory_values[name].add(axis.value(res))
-            if axis.fallback_value is not None:
-                fallback = axis.fallback_value(res)
-                if fallback is not None:
-                    self._gating[name].add(fallback)
+            fallback = axis.fallback_value(res)
+            if fallback is not None:
+                self._gating[name].add(fallback)
 
     def report(self) -> GateReport:
         policy = self.policy

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from judgekit._util.io import sha256_json
-from judgekit.world.diff import Diff, render_text
+from judgekit.world.diff import Diff
 from judgekit.trajectory import Trajectory
 
 TEMPLATES = {"full": "judge_v2.txt", "compact": "judge_compact_v1.txt"}
@@ -158,26 +158,6 @@ Section = tuple[str, str, list[tuple[str, str]]]
 """One block of a prompt: (title, block name, [(item id, text)])."""
 
 
-def task_success_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
-    """The end-state diff (and, when asked, the agent's output): task success reads the world."""
-    diff_lines = render_text(diff, max_chars=DIFF_MAX_CHARS).splitlines() if diff is not None else ["(no world snapshots)"]
-    sections: list[Section] = [("End-state diff", "diff", [(f"D{i}", line) for i, line in enumerate(diff_lines)])]
-    if show_output:
-        sections.append(("Agent output (its own claims; judge the world, not the wording)", "output", [("O", trajectory.output)]))
-    return sections
-
-
-def faithfulness_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
-    """Every call (what was sent, what came back), the context, and the output whose claims are checked."""
-    calls = [item for i, call in enumerate(trajectory.calls)
-             for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", evidence.items[f"R{i}"]))]
-    return [
-        ("Tool calls (A: what the agent sent) and results (R: what the tool returned)", "tool_results", calls),
-        ("Context", "context", [(k, v) for k, v in evidence.items.items() if k.startswith("C")]),
-        ("Agent output (the claims to check)", "output", [("O", trajectory.output)]),
-    ]
-
-
 def build_prompt(
     axis: str,
     guide: str,
@@ -189,19 +169,29 @@ def build_prompt(
     min_quote_chars: int = 8,
     form: str = "full",
     reads_task: bool = True,
+    instructions: str | None = None,
 ) -> Prompt:
     """The judge prompt for one axis: the task, then the axis's own sections (``sections_of``,
-    from the axis table), under the template's instructions for that axis.
+    the axis's ``sections``), under the template's instructions for that axis.
 
     ``form`` picks the template (``TEMPLATES``). The compact form leaves out empty blocks,
     the section headings (each block names itself) and, when the axis does not read it
-    (``reads_task``), the task."""
+    (``reads_task``), the task.
+
+    ``instructions``: the axis's own instructions, for an axis the template has none for; they
+    are hashed into the prompt's ``template_sha256`` (so into every cache key). An axis the
+    template has instructions for always gets the template's."""
     parts, digest = _template(form)
-    if axis not in parts:
+    if axis in parts:
+        instructions = parts[axis]
+    elif instructions is None:
         raise ValueError(f"the prompt template has no instructions for axis {axis!r}")
+    else:
+        instructions = instructions.strip()
+        digest = hashlib.sha256(f"{digest}\n{axis}\n{instructions}".encode()).hexdigest()
     evidence = evidence_for(trajectory)
     render = _Render(axis, guide, trajectory, evidence, sections_of, diff, show_output, min_quote_chars, form,
-                     reads_task)
+                     reads_task, instructions)
     return Prompt(axis=axis, template_sha256=digest, evidence=evidence, output=trajectory.output, pending=render)
 
 
@@ -220,6 +210,7 @@ class _Render:
     min_quote_chars: int
     form: str
     reads_task: bool
+    instructions: str
 
     def __call__(self) -> list[dict[str, str]]:
         parts, _ = _template(self.form)
@@ -234,7 +225,7 @@ class _Render:
             body = "\n".join(data_block(name, items, nonce) for _, name, items in sections)
         else:
             body = "\n\n".join(f"## {title}\n{data_block(name, items, nonce)}" for title, name, items in sections)
-        instructions = parts[self.axis].replace("{min_quote_chars}", str(self.min_quote_chars))
+        instructions = self.instructions.replace("{min_quote_chars}", str(self.min_quote_chars))
         system = parts["system"].replace("{nonce}", "<nonce>").replace("{axis_instructions}", instructions)
         user = parts["user"].replace("{guide}", self.guide.strip()).replace("{sections}", body)
         system = system.replace("<nonce>", nonce)

@@ -53,6 +53,11 @@ class _Answer(BaseModel):
         raise NotImplementedError(f"{cls.__name__} has no compact schema")
 
 
+Answer = _Answer
+"""The base of a judge's answer model: strict, extra keys refused (an axis of one's own
+subclasses it; ``compact_schema`` only for the compact answer form)."""
+
+
 class TaskSuccessAnswer(_Answer):
     """The judge's answer on task success: from the task and the end-state diff."""
 

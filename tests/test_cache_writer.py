@@ -29,7 +29,8 @@ from judgekit.cache.writer import CacheWriter
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import JudgeTarget
-from judgekit.prompt import build_prompt, faithfulness_sections
+from judgekit.axes.faithfulness import faithfulness_sections
+from judgekit.prompt import build_prompt
 from judgekit.rubric.model import FaithfulnessCriteria, Rubric
 from judgekit.run.jobs import JudgeJob
 from judgekit.run.judging import JudgeRunner

@@ -190,7 +190,7 @@ def test_a_format_1_approval_is_advisory_at_the_gate_and_says_why(tmp_path, kind
     result = TrajectoryResult(trajectory_id="t", rubric="ship@1.0.0", rubric_sha256="0" * 64, source="t.jsonl:t",
                               axes={axis: TaskSuccessResult(source="judge", passed=False, score=0.0, checks=checks,
                                                             judge=judge)})
-    [gated] = gate_results([result], GatePolicy(min_task_success_rate=0.5), tmp_path).axes
+    [gated] = gate_results([result], GatePolicy(min={"task_success": 0.5}), tmp_path).axes
     assert gated.approvals == []  # only task success's deterministic checks still gate (the axis table)
     [advisory] = gated.advisory
     assert advisory.trajectories == 1 and "approval format 1 names no labelled items" in advisory.reason

@@ -86,7 +86,7 @@ def test_a_format_1_run_record_is_read_and_gated(tmp_path):
     assert out.exists(), old.stderr
     assert json.loads(out.read_text())["format_version"] == 1
     record = read_run(out)
-    assert record.format_version == 2 and record.run_id.startswith("v1-") and len(record.results) == 9
+    assert record.format_version == 3 and record.run_id.startswith("v1-") and len(record.results) == 9
     assert record.summary["task_success"].scored == 9
     gated = CliRunner().invoke(cli_main, ["gate", str(out)])
     assert gated.exit_code in (0, 1) and gated.output.rstrip().endswith(("gate: PASSED", "gate: FAILED")), gated.output

@@ -50,7 +50,7 @@ def test_two_approved_rubrics_on_one_axis_are_corrected_apart(tmp_path):
     results = [judged(f"a{i}", "alpha@1.0.0", v) for i, v in enumerate(verdicts_a)]
     results += [judged(f"b{i}", "beta@1.0.0", v) for i, v in enumerate(verdicts_b)]
 
-    [axis] = gate_results(results, GatePolicy(min_task_success_rate=0.0), tmp_path, thresholds=LENIENT).axes
+    [axis] = gate_results(results, GatePolicy(min={"task_success": 0.0}), tmp_path, thresholds=LENIENT).axes
     assert axis.gating_n == 80
     by_rubric = {c.rubric: c.rate for c in axis.corrected}
     assert set(by_rubric) == {"alpha@1.0.0", "beta@1.0.0"}

@@ -157,26 +157,34 @@ class CallCountResult(AxisResultBase):
     calls: int = 0
 
 
+class CallCount(axis_table.Axis):
+    name = "call_count"
+    kind = "graded"
+    result = CallCountResult
+    default_minimum = 0.5
+
+    def criteria(self, rubric):
+        return rubric.tool_correctness  # scored wherever tool correctness is
+
+    def score(self, criteria, trajectory, world):
+        return CallCountResult(score=1.0 if len(trajectory.calls) <= 2 else 0.0, calls=len(trajectory.calls))
+
+    def describe(self, result):
+        return f"{result.calls} call(s)"
+
+
 @pytest.fixture
 def toy_axis():
-    """A toy deterministic axis, added the one way an axis is added: a row of the table."""
-    toy = axis_table.Axis(
-        name="call_count", kind="graded", result=CallCountResult,
-        criteria=lambda rubric: rubric.tool_correctness,  # scored wherever tool correctness is
-        gate_minimum=lambda policy: 0.5, figure="mean score",
-        value=lambda result: result.score, describe=lambda result: f"{result.calls} call(s)",
-        score=lambda criteria, trajectory, world: CallCountResult(
-            score=1.0 if len(trajectory.calls) <= 2 else 0.0, calls=len(trajectory.calls)),
-    )
-    axis_table.register(toy)
+    """A toy deterministic axis, added the one way an axis is added: an Axis object, registered."""
+    toy = axis_table.register(CallCount())
     try:
         yield toy
     finally:
-        del axis_table.AXES["call_count"]
+        axis_table.unregister("call_count")
         del _RESULT_MODELS["call_count"]
 
 
-def test_a_toy_axis_needs_only_its_row_in_the_table(toy_axis, server, tmp_path):
+def test_a_toy_axis_needs_only_its_object_registered(toy_axis, server, tmp_path):
     out = tmp_path / "run.jsonl"
     record = run_suite(ROOT / "examples" / "email-update", options=options_for(server, tmp_path), out=out)
     counts = {r.trajectory_id: r.axes["call_count"].calls for r in record.results}

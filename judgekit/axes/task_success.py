@@ -1,7 +1,10 @@
-"""Deterministic task success: precondition, postcondition, no extra side effect, latency.
+"""The task-success axis (binary): did the world end up as asked?
 
-Judged from the world's end state, never from the agent's wording; the one exception is
-``required_outputs``, values the rubric says the answer itself must state.
+Deterministic checks: precondition, postcondition, no extra side effect, latency. Judged from
+the world's end state, never from the agent's wording; the one exception is
+``required_outputs``, values the rubric says the answer itself must state. With
+``judge: true`` a judge also answers from the task and the end-state diff, and the axis passes
+only if the checks and the judge pass.
 """
 
 from __future__ import annotations
@@ -9,12 +12,14 @@ from __future__ import annotations
 import re
 
 from judgekit.axes._paths import path_matches
-from judgekit.world.diff import render_path
+from judgekit.axes.base import Axis
 from judgekit.axes.predicates import evaluate
-from judgekit.trajectory import WorldState
+from judgekit.prompt import DIFF_MAX_CHARS, Evidence, Section
 from judgekit.results import CheckOutcome, TaskSuccessResult
 from judgekit.rubric.model import TaskSuccessCriteria
-from judgekit.trajectory import Trajectory
+from judgekit.trajectory import Trajectory, WorldState
+from judgekit.verdict import JudgeVerdict, TaskSuccessAnswer
+from judgekit.world.diff import Diff, render_path, render_text
 
 # A comma between two digits. Written to start with the comma, not with a look-behind: the
 # matcher then jumps from comma to comma instead of trying the look-behind at every character
@@ -72,3 +77,83 @@ def _latency(limit: float, latency: float | None) -> CheckOutcome:
         return CheckOutcome(check="latency", passed=False, reason="the trajectory records no latency_s")
     ok = latency <= limit
     return CheckOutcome(check="latency", passed=ok, reason=f"took {latency:g} s; limit {limit:g} s")
+
+
+def task_success_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
+    """The end-state diff (and, when asked, the agent's output): task success reads the world."""
+    diff_lines = render_text(diff, max_chars=DIFF_MAX_CHARS).splitlines() if diff is not None else ["(no world snapshots)"]
+    sections: list[Section] = [("End-state diff", "diff", [(f"D{i}", line) for i, line in enumerate(diff_lines)])]
+    if show_output:
+        sections.append(("Agent output (its own claims; judge the world, not the wording)", "output", [("O", trajectory.output)]))
+    return sections
+
+
+def task_success_with_verdict(result: TaskSuccessResult, verdict: JudgeVerdict) -> TaskSuccessResult:
+    """Add the judge's check to the deterministic ones; unscored makes the axis unscored."""
+    if result.status == "error":
+        return result
+    update = {"judge": verdict.provenance, "source": "judge"}
+    if verdict.status != "scored":
+        return result.model_copy(
+            update={**update, "status": "unscored", "unscored_reason": verdict.unscored_reason,
+                    "error": verdict.detail, "passed": None, "score": None}
+        )
+    answer = verdict.answer
+    check = CheckOutcome(check="judge", passed=answer.verdict == "pass", reason="; ".join(answer.reasons) or answer.verdict,
+                         source="judge")
+    checks = [*result.checks, check]
+    passed = all(c.passed for c in checks)
+    return result.model_copy(update={**update, "checks": checks, "passed": passed, "score": 1.0 if passed else 0.0})
+
+
+class TaskSuccess(Axis):
+    name = "task_success"
+    kind = "binary"
+    result = TaskSuccessResult
+    answer = TaskSuccessAnswer
+    description = "Did the world end up as the task asked? Pass only if every check (and the judge, if asked) passes."
+    prompt_reads_world = True
+
+    def score(self, criteria: TaskSuccessCriteria, trajectory: Trajectory, world: WorldState) -> TaskSuccessResult:
+        return score_task_success(criteria, trajectory, world)
+
+    def judged(self, criteria: TaskSuccessCriteria) -> bool:
+        return criteria.judge
+
+    def sections(self, trajectory, evidence, diff, show_output) -> list[Section]:
+        return task_success_sections(trajectory, evidence, diff, show_output)
+
+    def from_verdict(self, criteria, result, verdict, prompt) -> TaskSuccessResult:
+        return task_success_with_verdict(result, verdict)
+
+    def value(self, result: TaskSuccessResult) -> float | None:
+        return None if result.passed is None else float(result.passed)
+
+    def judge_value(self, result: TaskSuccessResult) -> float | None:
+        check = next((c for c in result.checks if c.source == "judge"), None)
+        return None if check is None else float(check.passed)
+
+    def fallback_value(self, result: TaskSuccessResult) -> float:
+        """An advisory judge leaves the deterministic checks gating on their own."""
+        return float(all(c.passed for c in result.checks if c.source == "deterministic"))
+
+    def describe(self, result: TaskSuccessResult) -> str:
+        if result.passed:
+            return "PASS"
+        failed = [c.check for c in result.checks if not c.passed]
+        return "FAIL " + ", ".join(failed[:2]) + ("..." if len(failed) > 2 else "")
+
+    def empty(self, criteria: TaskSuccessCriteria) -> list[str]:
+        checks = (criteria.preconditions, criteria.postconditions, criteria.side_effects, criteria.max_latency_s,
+                  criteria.required_outputs)
+        if not any(check not in (None, []) for check in checks):
+            return ["task_success has no check (no pre/postcondition, side_effects, max_latency_s or "
+                    "required_outputs): it would pass everything"]
+        return []
+
+    def lost(self, result: TaskSuccessResult) -> list[tuple[str, str]]:
+        return [(check.check, check.reason) for check in result.checks if not check.passed]
+
+
+AXIS = TaskSuccess()
+"""The task-success axis."""

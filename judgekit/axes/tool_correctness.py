@@ -1,4 +1,4 @@
-"""Deterministic tool correctness, scored exactly as pre-registered.
+"""The tool-correctness axis (graded): deterministic, scored exactly as pre-registered.
 
 Points: 1 per expected call matched by a successful call to the right tool; 1 per expected
 argument that holds (its JSON Schema, its value expectation, its tool's declared schema: see
@@ -17,6 +17,7 @@ from judgekit.rubric.json_schema import first_error_within_budget
 from judgekit.rubric.regex import check_budget
 from judgekit.axes._paths import path_matches
 from judgekit.axes.arguments import CallPlan, Verdict, call_notes, plans_for
+from judgekit.axes.base import Axis
 from judgekit.world.diff import render_path
 from judgekit.trajectory import WorldState
 from judgekit.results import ToolCorrectnessResult, ToolCounts, ToolNote, ToolPoint
@@ -171,3 +172,30 @@ def _forbidden_hits(
     return hits
 
 
+class ToolCorrectness(Axis):
+    name = "tool_correctness"
+    kind = "graded"
+    result = ToolCorrectnessResult
+    description = "Right tools, valid arguments, the expected number of calls, no forbidden side effect: points earned over points available."
+
+    def score(self, criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: WorldState) -> ToolCorrectnessResult:
+        return score_tool_correctness(criteria, trajectory, world)
+
+    def describe(self, result: ToolCorrectnessResult) -> str:
+        text = f"{result.score:.2f} ({result.points}/{result.max_points})"
+        lost = [item.point for item in result.items if not item.earned]
+        if lost:
+            text += " lost: " + ", ".join(lost[:2]) + ("..." if len(lost) > 2 else "")
+        return text
+
+    def empty(self, criteria: ToolCorrectnessCriteria) -> list[str]:
+        if not criteria.expected_calls and not criteria.forbidden.tools and not criteria.forbidden.effects:
+            return ["tool_correctness expects no call and forbids nothing: it measures only the call count"]
+        return []
+
+    def lost(self, result: ToolCorrectnessResult) -> list[tuple[str, str]]:
+        return [(item.point, item.reason) for item in result.items if not item.earned]
+
+
+AXIS = ToolCorrectness()
+"""The tool-correctness axis."""

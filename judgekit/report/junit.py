@@ -126,7 +126,7 @@ def _outcome(result, name: str, res, judges: _Judges) -> Outcome:
         return Outcome(tid, name, "error", f"error: the judge did not answer ({res.unscored_reason}): "
                                            f"{res.error or 'no reply'}")
     if reason is not None:
-        fallback = axis.fallback_value(res) if axis.fallback_value is not None else None
+        fallback = axis.fallback_value(res)
         if fallback is None:
             shown = f" (its score {res.score:.3f} does not gate)" if res.score is not None else ""
             return Outcome(tid, name, "skipped", f"advisory: {reason}{shown}", score=res.score, advisory=True)

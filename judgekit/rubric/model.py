@@ -8,7 +8,10 @@ own scoring guide, and each produces its own result record.
 from __future__ import annotations
 
 import re
+import types
+import typing
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,8 +24,6 @@ from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 
 RUBRIC_FORMAT_VERSION = 1
-AXES = ("task_success", "tool_correctness", "faithfulness")
-Axis = Literal["task_success", "tool_correctness", "faithfulness"]
 
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -35,6 +36,13 @@ class _Strict(BaseModel):
     # allow_inf_nan=False: YAML reads `"inf"` and `Infinity` as strings, which a float field would
     # otherwise turn into infinity; a rubric holds finite numbers only (its hash is JSON).
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+class Criteria(_Strict):
+    """One axis's section of a rubric. A rubric field whose type is a ``Criteria`` (or None) is an
+    axis, named after the field (``Rubric.axis_names``); every section has its scoring guide."""
+
+    guide: str = Field(description="Scoring guide for people and judges; no version-bound language.")
 
 
 # --- task success -----------------------------------------------------------------------------
@@ -109,7 +117,7 @@ class SideEffects(_Strict):
     )
 
 
-class TaskSuccessCriteria(_Strict):
+class TaskSuccessCriteria(Criteria):
     """Did the world end up as asked? Pass only if every check passes."""
 
     guide: str = Field(description="Scoring guide for people and judges; no version-bound language.")
@@ -239,7 +247,7 @@ class Forbidden(_Strict):
     )
 
 
-class ToolCorrectnessCriteria(_Strict):
+class ToolCorrectnessCriteria(Criteria):
     """Right tools, valid arguments, the expected number of calls, no forbidden side effect."""
 
     guide: str = Field(description="Scoring guide; no version-bound language.")
@@ -278,7 +286,7 @@ class ToolCorrectnessCriteria(_Strict):
 # --- faithfulness -----------------------------------------------------------------------------
 
 
-class FaithfulnessCriteria(_Strict):
+class FaithfulnessCriteria(Criteria):
     """Every claim in the output must be traced to a tool result or the given context."""
 
     guide: str = Field(description="Scoring guide for the judge; no version-bound language.")
@@ -328,10 +336,18 @@ class Rubric(_Strict):
             raise ValueError(f"{value!r} is not a semantic version (MAJOR.MINOR.PATCH)")
         return value
 
+    @classmethod
+    def axis_names(cls) -> tuple[str, ...]:
+        """The axes a rubric of this model may score, in field order: its fields that hold a
+        ``Criteria``. The one place the lower layers learn the axis names from; a new axis is
+        one such field (and its module in ``judgekit.axes``)."""
+        return _axis_fields(cls)
+
     @model_validator(mode="after")
     def _some_axis(self) -> Rubric:
-        if not any(getattr(self, axis) is not None for axis in AXES):
-            raise ValueError("a rubric needs at least one axis section: " + ", ".join(AXES))
+        names = type(self).axis_names()
+        if not any(getattr(self, axis) is not None for axis in names):
+            raise ValueError("a rubric needs at least one axis section: " + ", ".join(names))
         return self
 
     @property
@@ -340,7 +356,8 @@ class Rubric(_Strict):
         return f"{self.id}@{self.version}"
 
     def axes(self) -> list[str]:
-        return [axis for axis in AXES if getattr(self, axis) is not None]
+        """The axes this rubric scores (those whose section it has)."""
+        return [axis for axis in type(self).axis_names() if getattr(self, axis) is not None]
 
     def canonical(self) -> dict[str, Any]:
         """The canonical content: defaults left out, so adding an optional field to the format
@@ -368,6 +385,24 @@ class Rubric(_Strict):
         copy = super().model_copy(update=update, deep=deep)
         copy._sha256 = None  # a copy with updates is other content
         return copy
+
+
+@cache
+def _axis_fields(cls: type[Rubric]) -> tuple[str, ...]:
+    def holds_criteria(annotation: Any) -> bool:
+        if isinstance(annotation, type):
+            return issubclass(annotation, Criteria)
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            return any(holds_criteria(arg) for arg in typing.get_args(annotation))
+        return False
+
+    return tuple(name for name, field in cls.model_fields.items() if holds_criteria(field.annotation))
+
+
+AXES: tuple[str, ...] = Rubric.axis_names()
+"""The built-in rubric's axes, in field order."""
+Axis = Literal[AXES]  # type: ignore[valid-type]
+"""An axis of the built-in rubric, as a type."""
 
 
 def load_rubric(path: str | Path) -> Rubric:

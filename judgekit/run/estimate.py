@@ -170,7 +170,7 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
             estimate.trajectories += len(plan.items)
             for result in plan.items:
                 for name, res in result.axes.items():
-                    if axis_named(name).score is not None:
+                    if axis_named(name).deterministic:
                         estimate.deterministic.setdefault(name, {})
                         _count(estimate.deterministic[name], res.status)
                     elif res.status == "error":

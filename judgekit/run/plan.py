@@ -84,7 +84,7 @@ def score_deterministic(rubric: Rubric, loaded: LoadedTrajectory, world: WorldSt
         metadata=trajectory.metadata,
     )
     for axis in axes_of(rubric):
-        if axis.score is None:
+        if not axis.deterministic:
             continue
         try:
             result.axes[axis.name] = axis.score(axis.criteria(rubric), trajectory, world)

@@ -1,4 +1,4 @@
-"""The run record, format 2: a stream of JSON Lines, so neither writing nor reading needs it whole.
+"""The run record, format 3: a stream of JSON Lines, so neither writing nor reading needs it whole.
 
     {"header": {...}}     what was run: suite, rubrics and their hashes, project commit, gate policy
     {"result": {...}}     one line per trajectory, in suite order
@@ -6,8 +6,9 @@
 
 Paths in it are relative to the suite's folder, so records of one suite compare across
 machines. A file without its footer is a run that did not finish (or a cut file) and is refused.
-Format 1 (one JSON document, ``judgekit run --out`` before format 2) is read through a
-numbered migration (``MIGRATIONS``) into the same model.
+Older formats are read through numbered migrations (``MIGRATIONS``) into the same model:
+format 1 (one JSON document, ``judgekit run --out`` before format 2) whole; format 2 (the same
+lines, its header's gate policy with one minimum field per axis) header by header.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from judgekit._util import io as _io
 from judgekit._util.files import relative_to
 from judgekit._util.io import (
-    Version2,
+    Version3,
     RECORD_CONFIG,
     Timestamp,
     MAX_FILE_BYTES,
@@ -40,9 +41,10 @@ from judgekit.gate import GateReport
 from judgekit.results import TrajectoryResult
 from judgekit.run.ledger import Ledger
 from judgekit.suite import ApprovalThresholds, GatePolicy
+from judgekit.suite.model import gate_minimums_v1_to_v2
 
 RUN_FORMAT = "judgekit-run"
-RUN_FORMAT_VERSION = 2
+RUN_FORMAT_VERSION = 3
 CI_BUILD_VARIABLES = ("JUDGEKIT_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID", "BUILDKITE_BUILD_ID", "BUILD_ID")
 """Where the CI build id is read from, first set wins (GitHub Actions, GitLab, Buildkite, Jenkins)."""
 
@@ -85,7 +87,7 @@ class JudgeSeen(_Strict):
 
 class RunHeader(_Strict):
     format: Literal["judgekit-run"] = RUN_FORMAT
-    format_version: Version2 = RUN_FORMAT_VERSION
+    format_version: Version3 = RUN_FORMAT_VERSION
     run_id: str = Field(description="Unique id of this run (time-sortable).")
     suite: str = Field(description="Suite name.")
     suite_file: str = Field(description="The suite file, relative to the folder holding this record (to the working "
@@ -99,6 +101,14 @@ class RunHeader(_Strict):
         default_factory=ApprovalThresholds,
         description="The suite's approval thresholds at run time: the gate checks approval records against them.")
     calibration_dir: str = Field("calibration", description="Approval records, relative to the suite's folder.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """A format 2 header (a record's line, or one a history stored) through ``MIGRATIONS``."""
+        if isinstance(data, dict) and type(data.get("format_version")) is int and data["format_version"] == 2:
+            return MIGRATIONS[2](data)
+        return data
 
 
 class RunFooter(_Strict):
@@ -152,7 +162,7 @@ class RunRecord(RunHeader, RunFooter):
         return _calibration_path(self.suite_path(), self.calibration_dir, self._source)
 
     def write(self, path: str | Path) -> None:
-        """Write this record to ``path`` as format 2 JSON Lines (atomically, secrets masked)."""
+        """Write this record to ``path`` as JSON Lines (format 3) (atomically, secrets masked)."""
         from judgekit._util.files import AtomicFile
 
         path = Path(path)
@@ -166,7 +176,7 @@ class RunRecord(RunHeader, RunFooter):
 
 
 def line_of(kind: Literal["header", "result", "footer"], part: BaseModel) -> str:
-    """One line of a format 2 record (pydantic's own JSON encoder, wrapped by its kind)."""
+    """One line of a JSON Lines record (pydantic's own JSON encoder, wrapped by its kind)."""
     return f'{{"{kind}":{part.model_dump_json()}}}\n'
 
 
@@ -249,7 +259,7 @@ def summarise(results: list[TrajectoryResult]) -> dict[str, AxisSummary]:
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Format 1 (one JSON document) -> format 2's fields. Absolute paths stay as they were;
+    """Format 1 (one JSON document) -> format 2's fields (then ``_v2_to_v3``). Absolute paths stay as they were;
     the project's commit was not recorded; the gate was not embedded (``gate`` recomputes it)."""
     known = {"format_version", "suite", "suite_path", "judgekit_version", "started_at", "finished_at", "rubrics",
              "summary", "ledger", "gate", "calibration_dir", "results"}
@@ -258,6 +268,7 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     results = data.get("results")
     suite_path = str(Path(str(data.get("suite_path", ""))).resolve())  # format 1 named it from the working directory
     return {
+        "format_version": 2,
         "run_id": "v1-" + str(data.get("started_at", "unknown")),
         "suite": data.get("suite"),
         "suite_file": suite_path,
@@ -274,8 +285,15 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
-"""Format version -> the function that reads it as format 2."""
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 -> 3 (a header, or a whole record's fields): the gate policy's three minimum
+    fields become ``gate.min``, as the suite's format 2 names them."""
+    return {**data, "format_version": 3, **({"gate": gate_minimums_v1_to_v2(data["gate"])} if "gate" in data else {})}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+"""Format version -> the function that reads it as the next format. Format 1 is one JSON document
+(``open_run`` migrates it whole); a format 2 header migrates as it is read (``RunHeader``)."""
 
 
 def _calibration_path(suite: Path, calibration_dir: str, record: Path | None) -> Path:
@@ -291,7 +309,7 @@ def _calibration_path(suite: Path, calibration_dir: str, record: Path | None) ->
 
 
 def _parse_line(raw: bytes, path: Path, line_no: int) -> RunLine | None:
-    """One line of a format 2 record (None for a blank line)."""
+    """One line of a JSON Lines record, format 2 or 3 (None for a blank line)."""
     limit = _io.MAX_LINE_BYTES
     if len(raw) > limit and not raw.endswith(b"\n"):
         raise InputError(f"line longer than {limit} bytes", path, line_no)
@@ -313,7 +331,7 @@ def _parse_line(raw: bytes, path: Path, line_no: int) -> RunLine | None:
 
 
 class RunStream:
-    """A format 2 record read in one pass over one open file: ``header`` first, ``results``
+    """A JSON Lines record (format 2 or 3) read in one pass over one open file: ``header`` first, ``results``
     streamed once, the footer checked at the end (its count must match, and nothing may follow
     it: a file holding two records is refused, never gated on the first)."""
 
@@ -384,7 +402,7 @@ class RunStream:
 
 
 def _sniff(path: Path) -> tuple[int, object]:
-    """(2, the open stream) for format 2; (1, None) for what may be a format 1 document."""
+    """(2, the open stream) for JSON Lines (format 2 or 3); (1, None) for what may be a format 1 document."""
     handle = open_regular_file(path, expected="a run record").__enter__()
     line_no = 0
     try:
@@ -416,7 +434,7 @@ def _sniff(path: Path) -> tuple[int, object]:
 
 
 def open_run(path: str | Path) -> RunStream | RunRecord:
-    """A run record of either format: format 2 as a stream (one pass over one open file),
+    """A run record of any format: JSON Lines (format 2 or 3) as a stream (one pass over one open file),
     format 1 migrated, whole, in memory."""
     path = Path(path)
     version, stream = _sniff(path)
@@ -424,12 +442,11 @@ def open_run(path: str | Path) -> RunStream | RunRecord:
         return stream
     document = read_json(path, max_bytes=MAX_FILE_BYTES, expected="a run record")
     version = document.get("format_version") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or isinstance(version, bool) or not isinstance(version, int) or (
-            version not in MIGRATIONS):
+    if not isinstance(document, dict) or isinstance(version, bool) or not isinstance(version, int) or version != 1:
         raise InputError(f"not a run record (format {RUN_FORMAT_VERSION} is JSON Lines starting with a header "
                          "line; format 1 is one JSON document)", path)
     try:
-        record = RunRecord.model_validate(MIGRATIONS[version](document))
+        record = RunRecord.model_validate(MIGRATIONS[1](document))  # to format 2; the header's migration does the rest
     except (ValueError, ValidationError) as exc:
         detail = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise InputError(f"not a run record: {detail}", path) from None

@@ -96,7 +96,7 @@ class RunRows:
         """Whether nothing of this axis gated: every row has a judge, none of them approved
         for it, and the axis keeps no deterministic part that gates in its place."""
         rows = self.rows.get(axis, {})
-        if not rows or axis_named(axis).fallback_value is not None:
+        if not rows or axis_named(axis).has_fallback:
             return False
         return all(row.judge is not None and self.judges.get(row.judge, {}).get(axis) != "approved"
                    for row in rows.values())

@@ -2,16 +2,22 @@
 
 A suite file is YAML; paths in it are relative to the suite file's folder. ``judgekit run``
 takes the suite file or a folder holding ``suite.yaml``.
+
+Format 2 names the gate's minimums per axis (``gate.min``); a format 1 file (or one that names
+no format) is read through a numbered migration (``MIGRATIONS``) into format 2, with the same
+meaning.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit._util.io import Version1
+from judgekit._util.io import Version2
 from judgekit._util.documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
@@ -19,7 +25,7 @@ from judgekit.rubric.model import Rubric, load_rubrics
 from judgekit.world.snapshot import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
 from judgekit.suite.safety_policy import SafetyPolicy
 
-SUITE_FORMAT_VERSION = 1
+SUITE_FORMAT_VERSION = 2
 
 
 class TrajectorySet(BaseModel):
@@ -79,14 +85,21 @@ class SnapshotSettings(BaseModel):
     )
 
 
+AxisName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+
+
 class GatePolicy(BaseModel):
     """What a run must reach to pass the gate. Judge axes count only with an approved judge."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    min_task_success_rate: float = Field(1.0, ge=0, le=1, description="Share of trajectories that must pass.")
-    min_tool_correctness: float = Field(1.0, ge=0, le=1, description="Mean tool-correctness score at least this.")
-    min_faithfulness: float = Field(1.0, ge=0, le=1, description="Mean faithfulness score at least this.")
+    min: dict[AxisName, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict,
+        description="Axis -> the least its gate value may be: the share of trajectories that pass (binary axes, "
+        "such as task_success) or the mean score (graded axes, such as tool_correctness and faithfulness). An axis "
+        "not named here must reach its default (1.0 for every built-in axis). Naming an axis judgekit does not know "
+        "is an error.",
+    )
     max_unscored_rate: float = Field(
         0.1, ge=0, le=1, description="A gating judge axis with more unscored verdicts than this fails the gate."
     )
@@ -97,12 +110,49 @@ class GatePolicy(BaseModel):
     )
 
 
+GATE_V1_MINIMUMS = {"min_task_success_rate": "task_success", "min_tool_correctness": "tool_correctness",
+                    "min_faithfulness": "faithfulness"}
+"""The gate minimums of suite format 1 (and run record format 2), one field per axis -> the axis."""
+
+
+def gate_minimums_v1_to_v2(gate: Any) -> Any:
+    """A format 1 gate policy (``min_task_success_rate`` and its two siblings) as ``gate.min``;
+    anything but a mapping is left for validation to refuse. An axis named both ways is refused."""
+    if not isinstance(gate, dict) or not set(gate) & set(GATE_V1_MINIMUMS):
+        return gate
+    gate = dict(gate)
+    minimums = gate.get("min", {})
+    minimums = dict(minimums) if isinstance(minimums, dict) else minimums
+    for old, axis in GATE_V1_MINIMUMS.items():
+        if old in gate:
+            if isinstance(minimums, dict) and axis in minimums:
+                raise ValueError(f"gate: {old} and min.{axis} both set the minimum of {axis}: keep min.{axis}")
+            value = gate.pop(old)
+            if isinstance(minimums, dict):
+                minimums[axis] = value
+    gate["min"] = minimums
+    return gate
+
+
+def _suite_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2: the gate's three minimum fields become ``gate.min`` (same values, same meaning)."""
+    data = {**data, "format_version": 2}
+    if "gate" in data:
+        data["gate"] = gate_minimums_v1_to_v2(data["gate"])
+    return data
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _suite_v1_to_v2}
+"""Suite format version -> the function that reads it as the next version."""
+
+
 class Suite(BaseModel):
     """A fixed set of trajectories and the rubrics they are scored against."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    format_version: Version1 = Field(SUITE_FORMAT_VERSION, description="Suite format version.")
+    format_version: Version2 = Field(SUITE_FORMAT_VERSION, description="Suite format version (a file that names "
+                                     "none is read as format 1, through its migration).")
     name: str = Field(description="Name of the suite, for reports.")
     rubrics: list[str] = Field(
         min_length=1, description="Rubric files or folders of rubric files, relative to the suite file."
@@ -134,6 +184,19 @@ class Suite(BaseModel):
     safety: SafetyPolicy | None = Field(
         None, description="What `judgekit safety` checks against: tool classes, allowed changes, untrusted text."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """An older format (or none named: format 1) through ``MIGRATIONS``, one version at a time;
+        a version that is not a plain whole number is left for validation to refuse."""
+        if not isinstance(data, dict):
+            return data
+        version = data.get("format_version", 1)
+        while type(version) is int and version in MIGRATIONS:
+            data = MIGRATIONS[version](data)
+            version = data["format_version"]
+        return data
 
 
 @dataclass

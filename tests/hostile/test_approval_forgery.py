@@ -83,7 +83,7 @@ def gate_of(calibration_dir: Path, judge: JudgeIdentity = A, thresholds: Thresho
     result = TrajectoryResult(trajectory_id="t", rubric=RUBRIC, rubric_sha256="0" * 64, source="t.jsonl:t",
                               axes={"task_success": TaskSuccessResult(source="judge", passed=False, score=0.0,
                                                                      checks=checks, judge=provenance(judge))})
-    [axis] = gate_results([result], GatePolicy(min_task_success_rate=0.5), calibration_dir,
+    [axis] = gate_results([result], GatePolicy(min={"task_success": 0.5}), calibration_dir,
                           thresholds=thresholds).axes
     return axis
 

@@ -86,7 +86,7 @@ def gated_axis(tmp_path: Path):
     result = TrajectoryResult(trajectory_id="t", rubric=RUBRIC_REF, rubric_sha256="0" * 64, source="t.jsonl:t",
                               axes={"task_success": TaskSuccessResult(source="judge", passed=True, score=1.0,
                                                                      checks=checks, judge=judge)})
-    [axis] = gate_results([result], GatePolicy(min_task_success_rate=0.5), tmp_path).axes
+    [axis] = gate_results([result], GatePolicy(min={"task_success": 0.5}), tmp_path).axes
     return axis
 
 

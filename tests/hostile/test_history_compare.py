@@ -38,7 +38,7 @@ from test_judge_runner import MODEL, example_suite, scripted_judge
 
 ALARM_S = 120  # a case runs the suite a few times (about 2 s each)
 
-LOOSE_GATE = {"gate": {"min_task_success_rate": 0.0, "min_tool_correctness": 0.0, "min_faithfulness": 0.0}}
+LOOSE_GATE = {"gate": {"min": {"task_success": 0.0, "tool_correctness": 0.0, "faithfulness": 0.0}}}
 EXTRA_CALL = {"tool": "update_user", "args": {"user_id": 1, "email": "alice@example.com"},
               "result": {"id": 1, "email": "alice@example.com"}}
 REGRESSED = ("ok", "retry-after-error")

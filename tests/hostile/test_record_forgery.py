@@ -92,7 +92,7 @@ FORGERIES = [
                  "finished 2099", id="finished_in_2099"),
     pytest.param(lambda ls: ls[-1].update(footer={**ls[-1]["footer"], "finished_at": "2000-01-01T00:00:00Z"}),
                  "finished before it started", id="finished_before_start"),
-    pytest.param(lambda ls: ls[0]["header"]["gate"].update(min_task_success_rate=0.5),
+    pytest.param(lambda ls: ls[0]["header"]["gate"]["min"].update(task_success=0.5),
                  "gate policy is not its suite's", id="header_gate_policy"),
     pytest.param(lambda ls: ls[0]["header"]["approval"].update(min_kappa=-1.0),
                  "approval thresholds is not its suite's", id="header_approval_thresholds"),
@@ -275,7 +275,7 @@ def test_a_green_column_edited_alone_never_makes_a_baseline(world, tmp_path):
     history = tmp_path / "h.sqlite"
     failed = forged(world, tmp_path, "failed", lambda ls: None)
     strict = yaml.safe_load(world["suite"].read_text())
-    strict["gate"] = {**LOOSE_GATE["gate"], "min_task_success_rate": 1.0}
+    strict["gate"] = {"min": {**LOOSE_GATE["gate"]["min"], "task_success": 1.0}}
     (world["suite"].parent / "strict2.yaml").write_text(yaml.safe_dump(strict))
     lines = record_lines(failed)
     lines[0]["header"]["suite_file"] = os.path.relpath(world["suite"].parent / "strict2.yaml", tmp_path)
@@ -295,7 +295,7 @@ def test_a_pinned_suite_refuses_a_record_that_names_a_lenient_suite_of_its_own(w
     with it (a hostile review: imported green, so the baseline). `--suite` pins the suite the
     records must be runs of, at every door a record comes in by."""
     strict = yaml.safe_load(world["suite"].read_text())
-    strict["gate"] = {**LOOSE_GATE["gate"], "min_task_success_rate": 1.0}
+    strict["gate"] = {"min": {**LOOSE_GATE["gate"]["min"], "task_success": 1.0}}
     pinned = world["suite"].parent / "pinned.yaml"
     pinned.write_text(yaml.safe_dump(strict))
     history = tmp_path / "h.sqlite"
@@ -317,7 +317,7 @@ def test_gate_takes_the_thresholds_of_the_suite_not_of_the_record(world, tmp_pat
     """A record claiming lenient thresholds is gated under its suite's: here the suite asks for
     full task success and the run has a failing trajectory."""
     strict = yaml.safe_load(world["suite"].read_text())
-    strict["gate"] = {**LOOSE_GATE["gate"], "min_task_success_rate": 1.0}
+    strict["gate"] = {"min": {**LOOSE_GATE["gate"]["min"], "task_success": 1.0}}
     strict_suite = world["suite"].parent / "strict.yaml"
     strict_suite.write_text(yaml.safe_dump(strict))
     lines = record_lines(world["r1"])

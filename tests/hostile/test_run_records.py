@@ -167,11 +167,11 @@ def _cases(H: str, R: list[str], F: str) -> dict:
                           + "".join(R[1:]) + F, 2, ("duplicate key 'trajectory_id'",)),
         "nan": (H + R[0].replace('"score":1.0', '"score":NaN', 1) + "".join(R[1:]) + F, 2, ("NaN",)),
         "infinity": (H + R[0].replace('"score":1.0', '"score":1e999', 1) + "".join(R[1:]) + F, 2, ("too large",)),
-        "format_version_3": (line("header", {**hd, "format_version": 3}) + "".join(R) + F, 1,
+        "format_version_4": (line("header", {**hd, "format_version": 4}) + "".join(R) + F, 1,
                              ("header.format_version",)),
         "another_format": (line("header", {**hd, "format": "other-tool"}) + "".join(R) + F, 1, ("header.format",)),
-        "gate_policy_out_of_range": (line("header", {**hd, "gate": {**hd["gate"], "min_task_success_rate": 1.5}})
-                                     + "".join(R) + F, 1, ("header.gate.min_task_success_rate",)),
+        "gate_policy_out_of_range": (line("header", {**hd, "gate": {**hd["gate"], "min": {"task_success": 1.5}}})
+                                     + "".join(R) + F, 1, ("header.gate.min.task_success",)),
         "gate_policy_negative": (line("header", {**hd, "gate": {**hd["gate"], "max_unscored_rate": -0.1}})
                                  + "".join(R) + F, 1, ("header.gate.max_unscored_rate",)),
         "unknown_header_key": (line("header", {**hd, "approved_by": "me"}) + "".join(R) + F, 1, ("unknown key",)),
@@ -188,7 +188,7 @@ def _cases(H: str, R: list[str], F: str) -> dict:
 CASE_NAMES = [
     "no_footer", "header_only", "two_headers", "a_header_before_the_footer", "footer_counts_more", "footer_counts_fewer",
     "header_and_result_in_one_line", "footer_and_result_in_one_line", "unknown_kind", "empty_object", "null_result",
-    "duplicate_key", "nan", "infinity", "format_version_3", "another_format", "gate_policy_out_of_range",
+    "duplicate_key", "nan", "infinity", "format_version_4", "another_format", "gate_policy_out_of_range",
     "gate_policy_negative", "unknown_header_key", "result_under_another_axis_name", "unknown_axis", "not_utf8",
     "empty_file", "a_json_array",
 ]

@@ -1,4 +1,4 @@
-"""Judge verdicts turned into axis results: faithfulness (citations verified) and task success.
+"""The faithfulness axis (graded, judged): every claim in the output traced to what the world said.
 
 The judge lists atomic claims with evidence ids and quotes. judgekit checks each citation: the
 id names a tool result or a context item (never what the agent sent), and the quote occurs in
@@ -10,10 +10,24 @@ it, that verdict is unscored (``no_claims``), never a 1.0.
 
 from __future__ import annotations
 
-from judgekit.prompt import Evidence, quote_problem
-from judgekit.results import CheckOutcome, ClaimResult, FaithfulnessResult, TaskSuccessResult
+from judgekit.axes.base import Axis
+from judgekit.prompt import Evidence, Prompt, Section, call_sent_text, quote_problem
+from judgekit.results import ClaimResult, FaithfulnessResult
 from judgekit.rubric.model import FaithfulnessCriteria
-from judgekit.verdict import JudgeVerdict
+from judgekit.trajectory import Trajectory
+from judgekit.verdict import FaithfulnessAnswer, JudgeVerdict
+from judgekit.world.diff import Diff
+
+
+def faithfulness_sections(trajectory: Trajectory, evidence: Evidence, diff: Diff | None, show_output: bool) -> list[Section]:
+    """Every call (what was sent, what came back), the context, and the output whose claims are checked."""
+    calls = [item for i, call in enumerate(trajectory.calls)
+             for item in ((f"A{i}", call_sent_text(call)), (f"R{i}", evidence.items[f"R{i}"]))]
+    return [
+        ("Tool calls (A: what the agent sent) and results (R: what the tool returned)", "tool_results", calls),
+        ("Context", "context", [(k, v) for k, v in evidence.items.items() if k.startswith("C")]),
+        ("Agent output (the claims to check)", "output", [("O", trajectory.output)]),
+    ]
 
 
 def _citation_problem(claim: str, evidence_items: list[dict[str, str]], evidence: Evidence, min_chars: int) -> str | None:
@@ -61,19 +75,35 @@ def faithfulness_from_verdict(
     )
 
 
-def task_success_with_verdict(result: TaskSuccessResult, verdict: JudgeVerdict) -> TaskSuccessResult:
-    """Add the judge's check to the deterministic ones; unscored makes the axis unscored."""
-    if result.status == "error":
-        return result
-    update = {"judge": verdict.provenance, "source": "judge"}
-    if verdict.status != "scored":
-        return result.model_copy(
-            update={**update, "status": "unscored", "unscored_reason": verdict.unscored_reason,
-                    "error": verdict.detail, "passed": None, "score": None}
-        )
-    answer = verdict.answer
-    check = CheckOutcome(check="judge", passed=answer.verdict == "pass", reason="; ".join(answer.reasons) or answer.verdict,
-                         source="judge")
-    checks = [*result.checks, check]
-    passed = all(c.passed for c in checks)
-    return result.model_copy(update={**update, "checks": checks, "passed": passed, "score": 1.0 if passed else 0.0})
+class Faithfulness(Axis):
+    name = "faithfulness"
+    kind = "graded"
+    result = FaithfulnessResult
+    answer = FaithfulnessAnswer
+    description = "Supported claims over all claims: every claim in the output traced to a tool result or the context."
+    prompt_reads_task = False
+
+    def judged(self, criteria: FaithfulnessCriteria) -> bool:
+        return True
+
+    def sections(self, trajectory, evidence, diff, show_output) -> list[Section]:
+        return faithfulness_sections(trajectory, evidence, diff, show_output)
+
+    def min_quote_chars(self, criteria: FaithfulnessCriteria) -> int:
+        return criteria.min_quote_chars
+
+    def from_verdict(self, criteria: FaithfulnessCriteria, result, verdict: JudgeVerdict,
+                     prompt: Prompt) -> FaithfulnessResult:
+        return faithfulness_from_verdict(verdict, prompt.evidence, criteria, prompt.output)
+
+    def describe(self, result: FaithfulnessResult) -> str:
+        text = f"{result.score:.2f} ({result.supported}/{result.claims_total} claims)"
+        return text + (f", {result.citation_errors} citation error(s)" if result.citation_errors else "")
+
+    def lost(self, result: FaithfulnessResult) -> list[tuple[str, str]]:
+        return [(f"claim: {claim.claim}", claim.citation_error or "not supported by any tool result or context item")
+                for claim in result.claims if not claim.supported]
+
+
+AXIS = Faithfulness()
+"""The faithfulness axis."""
