@@ -17,7 +17,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from pydantic import ValidationError
 

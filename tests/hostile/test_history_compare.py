@@ -17,7 +17,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports l
 import json
 import sqlite3
 import threading
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
