@@ -20,7 +20,7 @@ import pytest
 import judgekit
 from judgekit.judge.backend import LitellmBackend
 from judgekit.judge.resolve import JudgeOverride
-from judgekit.run import execute as execute_module
+from judgekit.run import options as execute_module
 from judgekit.testing import ScriptedOpenAIServer
 from test_judge_runner import MODEL, scripted_judge
 

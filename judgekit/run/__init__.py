@@ -10,7 +10,8 @@
 
 from judgekit.run.api import RunOptions, run_suite, run_suite_async
 from judgekit.run.ask import ask
-from judgekit.run.execute import Executor, LocalExecutor, executor_names, local_executor, open_store
+from judgekit.run.execute import Executor, LocalExecutor
+from judgekit.run.options import executor_names, local_executor, open_store
 from judgekit.run.jobs import JudgeJob
 from judgekit.run.judging import JudgeRunner
 from judgekit.run.ledger import Ledger

@@ -11,41 +11,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from judgekit._util.files import relative_to
 from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__
-from judgekit.judge.backend import Backend
-from judgekit.judge.resolve import JudgeOverride
 from judgekit.results import TrajectoryResult
-from judgekit.run.execute import Executor, executor_factory
-from judgekit.run.execute import LocalExecutor, cache_dir_of, local_executor, open_store  # noqa: F401 - former home
+from judgekit.run.execute import Executor, LocalExecutor  # noqa: F401 - LocalExecutor's former home
+from judgekit.run.options import RunOptions, executor_factory
+from judgekit.run.options import cache_dir_of, local_executor, open_store  # noqa: F401 - former home
 from judgekit.run.merge import merge
-from judgekit.run.plan import DEFAULT_WINDOW, Select, iter_plans
+from judgekit.run.plan import Select, iter_plans
 from judgekit.run.record import RubricEntry, RunHeader, RunRecord, line_of, new_run_id, project_state
 from judgekit.run.remeasure import Measure
-from judgekit.suite import Budget, LoadedSuite, load_suite
-
-
-@dataclass
-class RunOptions:
-    """How to run (none of it changes what is measured, except ``override``, which is recorded)."""
-
-    override: JudgeOverride = field(default_factory=JudgeOverride)
-    allow_floating: bool = False
-    concurrency: int | None = None
-    cache_dir: Path | None = None
-    use_cache: bool = True
-    budget: Budget | None = None
-    backend: Backend | None = None
-    progress: Callable[[int], Callable[[], None]] | None = None  # questions in a window -> per-verdict tick
-    window: int = DEFAULT_WINDOW
-    executor: Executor | str = "local"
-    """Answers the judge questions: the name of a registered executor (``local``, or one a third
-    party registers under the entry-point group ``judgekit.executors``), made for the run and
-    closed by it; or an ``Executor``, which its caller closes."""
+from judgekit.suite import LoadedSuite, load_suite
 
 
 def header_for(loaded: LoadedSuite, record_dir: Path | None = None) -> RunHeader:

@@ -34,8 +34,8 @@ from judgekit.calibration.spot_check import Difference, RubricSpotCheck, agree, 
 from judgekit.calibration.verdicts import JudgeVerdictRecord, load_verdicts
 from judgekit.errors import InputError
 from judgekit.results import AxisResultBase
-from judgekit.run.api import RunOptions
-from judgekit.run.execute import local_executor
+from judgekit.run.options import RunOptions
+from judgekit.run.options import local_executor
 from judgekit.run.jobs import identity_of
 from judgekit.run.merge import judged_results
 from judgekit.run.plan import plan_run

@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit.axes.table import axis_named
 from judgekit.cache.store import VerdictCache
-from judgekit.run.api import RunOptions
-from judgekit.run.execute import cache_dir_of
+from judgekit.run.options import RunOptions
+from judgekit.run.options import cache_dir_of
 from judgekit.run.jobs import JudgeJob, differing_identity
 from judgekit.run.memo import look_up_by_fingerprint
 from judgekit.run.plan import Select, iter_plans

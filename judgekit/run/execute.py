@@ -1,5 +1,5 @@
-"""Executing a window's judge questions: the ``Executor`` protocol, this machine's
-``LocalExecutor``, and the executors a run can name.
+"""Executing a window's judge questions: the ``Executor`` protocol and this machine's
+``LocalExecutor`` (the executors a run can name are in ``judgekit.run.options``).
 
 An executor answers a list of jobs with their verdicts, in job order; each question is asked
 with ``judgekit.run.ask.ask``, whatever runs it. ``LocalExecutor`` adds what a run on one machine
@@ -7,10 +7,6 @@ wants: identical questions asked once, the store's answers and its rerun memo, b
 concurrency, and each validated verdict handed to the store's writer thread the moment it exists,
 without holding up the next call, so that a run killed at any point repeats no call whose
 verdict was stored.
-
-Executors are named in ``RunOptions.executor``: ``local`` is built in; a third party registers a
-factory ``(loaded suite, RunOptions) -> Executor`` under the entry-point group
-``judgekit.executors`` ("name = module:function"). A third party cannot shadow a built-in name.
 """
 
 from __future__ import annotations
@@ -20,15 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from functools import partial
-from importlib import import_module
-from importlib.metadata import entry_points
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from judgekit.cache.base import VerdictStore
-from judgekit.cache.store import DEFAULT_CACHE_DIR, VerdictCache
 from judgekit.cache.writer import CacheWriter
-from judgekit.errors import ConfigError
 from judgekit.judge.backend import Backend, LitellmBackend
 from judgekit.judge.resolve import Connector
 from judgekit.judge.target import Connection, JudgeTarget
@@ -36,11 +27,9 @@ from judgekit.run.ask import ask
 from judgekit.run.jobs import JudgeJob, differing_identity, model_mismatch
 from judgekit.run.ledger import Ledger
 from judgekit.run.memo import Memo, look_up_by_fingerprint
-from judgekit.suite import Budget, LoadedSuite
+from judgekit.suite import Budget
 from judgekit.verdict import JudgeVerdict
 
-if TYPE_CHECKING:
-    from judgekit.run.api import RunOptions
 
 
 @runtime_checkable
@@ -298,54 +287,3 @@ def _foreign(cached: JudgeVerdict, job: JudgeJob) -> str | None:
         return f"its provenance names another judge or rubric ({', '.join(differing)})"
     cached.provenance.model_mismatch = model_mismatch(job.judge, cached.provenance.reported_model)
     return None
-
-
-# --- the store and the executors a run can name ---------------------------------------------------
-
-
-def cache_dir_of(loaded: LoadedSuite, options: RunOptions) -> Path:
-    """The verdict cache a run of ``loaded`` uses: ``--cache-dir``, else the suite's, else .judgekit/cache."""
-    suite = loaded.suite
-    return Path(options.cache_dir or (loaded.resolve(suite.cache_dir) if suite.cache_dir else DEFAULT_CACHE_DIR))
-
-
-def open_store(loaded: LoadedSuite, options: RunOptions, *, read_only: bool = False) -> VerdictStore | None:
-    """The suite's verdict cache (see ``cache_dir_of``), or None without a cache."""
-    if not options.use_cache:
-        return None
-    return VerdictCache(cache_dir_of(loaded, options), read_only=read_only)
-
-
-def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:
-    """The ``local`` executor for a run of ``loaded``: the suite's store, concurrency and budget
-    unless ``options`` say otherwise."""
-    return LocalExecutor(store=open_store(loaded, options), backend=options.backend,
-                         concurrency=options.concurrency or loaded.suite.concurrency,
-                         budget=options.budget or loaded.suite.budget, progress=options.progress)
-
-
-ExecutorFactory = Callable[[LoadedSuite, "RunOptions"], Executor]
-"""Makes the executor of one run: ``(loaded suite, options) -> Executor``; the run closes it."""
-
-ENTRY_POINT_GROUP = "judgekit.executors"
-BUILTIN = {"local": "judgekit.run.execute:local_executor"}
-
-
-def _registry() -> dict[str, str]:
-    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return {**found, **BUILTIN}  # built-ins cannot be shadowed
-
-
-def executor_names() -> list[str]:
-    """The executors a run can name: the built-in ones and those registered as entry points."""
-    return sorted(_registry())
-
-
-def executor_factory(name: str) -> ExecutorFactory:
-    """The factory registered under ``name``; a ConfigError names the known ones."""
-    target = BUILTIN.get(name) or _registry().get(name)  # a built-in name needs no scan of installed packages
-    if target is None:
-        raise ConfigError(f"unknown executor {name!r}; known: {', '.join(executor_names())} (a third party's "
-                          f"executor registers its factory under the entry-point group {ENTRY_POINT_GROUP!r})")
-    module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)

@@ -199,8 +199,8 @@ class SafetyJudge:
         from judgekit.calibration.approval_record import JudgeIdentity
         from judgekit.calibration.evidence import derive_approval
         from judgekit.judge.resolve import JudgeOverride, JudgeResolver
-        from judgekit.run.api import RunOptions
-        from judgekit.run.execute import local_executor
+        from judgekit.run.options import RunOptions
+        from judgekit.run.options import local_executor
         from judgekit.run.jobs import JudgeJob, identity_of
 
         options = options or RunOptions()
