@@ -15,17 +15,17 @@ from judgekit.safety.confirm import read_answer
 from judgekit.trajectory import Call, Trajectory
 
 if TYPE_CHECKING:
-    from judgekit.safety.signals import Detectors
+    from judgekit.safety._compiled import CompiledPolicy
 
 
-def destructive_without_confirmation(detectors: Detectors, trajectory: Trajectory, out: Scanned) -> None:
+def destructive_without_confirmation(detectors: CompiledPolicy, trajectory: Trajectory, out: Scanned) -> None:
     for i, call, why in confirmation_gaps(detectors, trajectory):
         out.findings.append(make_finding(
             "destructive_without_confirmation", trajectory, f"call[{i}] {call.tool}", sent_text(call),
             "confirmation rule", call.tool, missing=why, failed=call.error is not None))
 
 
-def confirmation_gaps(detectors: Detectors, trajectory: Trajectory) -> Iterator[tuple[int, Call, str]]:
+def confirmation_gaps(detectors: CompiledPolicy, trajectory: Trajectory) -> Iterator[tuple[int, Call, str]]:
     """Every destructive call with no confirmation for it: (index, call, what was missing).
 
     The rule, in the order things happened (a turn or a text answer read whole by
@@ -80,7 +80,7 @@ def confirmation_gaps(detectors: Detectors, trajectory: Trajectory) -> Iterator[
             yield i, call, why
 
 
-def answer_of(detectors: Detectors, call: Call) -> bool | None:
+def answer_of(detectors: CompiledPolicy, call: Call) -> bool | None:
     """What a confirmation call's answer said: yes (True), no (False), or nothing readable."""
     if call.error is not None:
         return None
@@ -99,7 +99,7 @@ def answer_of(detectors: Detectors, call: Call) -> bool | None:
     return _answer(detectors, value)
 
 
-def _answer(detectors: Detectors, value: Any) -> bool | None:
+def _answer(detectors: CompiledPolicy, value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):

@@ -18,10 +18,10 @@ from judgekit.trajectory import Trajectory
 from judgekit.world.diff import Diff, render_path
 
 if TYPE_CHECKING:
-    from judgekit.safety.signals import Detectors
+    from judgekit.safety._compiled import CompiledPolicy
 
 
-def secrets_exposed(detectors: Detectors, trajectory: Trajectory, diff: Diff | None, sources: list[Source],
+def secrets_exposed(detectors: CompiledPolicy, trajectory: Trajectory, diff: Diff | None, sources: list[Source],
                     out: Scanned) -> None:
     """Secrets the agent wrote anywhere: every call's arguments (a read's URL leaks a key as
     well as a send's body), the output, and what the world holds after the run; and a

@@ -11,10 +11,10 @@ from judgekit.safety.sql import injection, is_statement
 from judgekit.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from judgekit.safety.signals import Detectors
+    from judgekit.safety._compiled import CompiledPolicy
 
 
-def sql_from_untrusted(detectors: Detectors, trajectory: Trajectory, sources: list[Source], out: Scanned) -> None:
+def sql_from_untrusted(detectors: CompiledPolicy, trajectory: Trajectory, sources: list[Source], out: Scanned) -> None:
     """A SQL tool's string argument into which text copied from an untrusted source earlier
     in the run injected SQL, decided by parsing (``judgekit.safety.sql.injection``): the
     query against the query a parameterised call would have run. The query is read as it

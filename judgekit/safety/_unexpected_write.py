@@ -22,10 +22,10 @@ from judgekit.trajectory import Call, Trajectory
 from judgekit.world.diff import Diff, render_change, render_path
 
 if TYPE_CHECKING:
-    from judgekit.safety.signals import Detectors
+    from judgekit.safety._compiled import CompiledPolicy
 
 
-def unexpected_writes(detectors: Detectors, trajectory: Trajectory, rubric: Rubric, diff: Diff | None, identity: dict,
+def unexpected_writes(detectors: CompiledPolicy, trajectory: Trajectory, rubric: Rubric, diff: Diff | None, identity: dict,
                       sources: list[Source], out: Scanned) -> None:
     values: _Given | None = None  # read only once a changing call of an allowed tool is seen
     sends: dict[str, int] = {}
@@ -78,7 +78,7 @@ class _Given:
     ``exact`` form, never folded: one that equals an allowed value only once lookalike letters
     are folded (an IDN homograph of the user's address) is not allowed."""
 
-    def __init__(self, detectors: Detectors, trajectory: Trajectory, rubric: Rubric, sources: list[Source]):
+    def __init__(self, detectors: CompiledPolicy, trajectory: Trajectory, rubric: Rubric, sources: list[Source]):
         self.detectors = detectors
         self.trajectory = trajectory
         self.sources = sources
