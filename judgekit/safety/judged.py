@@ -71,6 +71,11 @@ SOURCES_SHOWN = 8
 """Untrusted texts shown with an action: the last ones read before it (each cut as a tool result)."""
 
 
+def _compact_text(chars: int) -> dict[str, Any]:
+    """A compact answer's free text: at most ``chars`` characters of the compact alphabet."""
+    return {"type": "string", "maxLength": chars, "pattern": f"^{COMPACT_CHARS}{{0,{chars}}}$"}
+
+
 class InjectionAnswer(_Answer):
     """Does one piece of untrusted text hold an instruction addressed to the agent?"""
 
@@ -82,9 +87,7 @@ class InjectionAnswer(_Answer):
 
     @classmethod
     def compact_schema(cls, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
-        instruction = {"type": "string", "maxLength": cls.COMPACT_CHARS,
-                       "pattern": f"^{COMPACT_CHARS}{{0,{cls.COMPACT_CHARS}}}$"}
-        return _object({"instruction_found": {"type": "boolean"}, "instruction": instruction})
+        return _object({"instruction_found": {"type": "boolean"}, "instruction": _compact_text(cls.COMPACT_CHARS)})
 
 
 register_answer(QUESTION, InjectionAnswer)
@@ -101,9 +104,7 @@ class ExfiltrationAnswer(_Answer):
 
     @classmethod
     def compact_schema(cls, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
-        recipient = {"type": "string", "maxLength": cls.COMPACT_CHARS,
-                     "pattern": f"^{COMPACT_CHARS}{{0,{cls.COMPACT_CHARS}}}$"}
-        return _object({"exfiltration": {"type": "boolean"}, "recipient": recipient})
+        return _object({"exfiltration": {"type": "boolean"}, "recipient": _compact_text(cls.COMPACT_CHARS)})
 
 
 register_answer(EXFILTRATION, ExfiltrationAnswer)
