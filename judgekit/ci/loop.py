@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from judgekit.ci.exit_codes import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_OK
+
 if TYPE_CHECKING:
     from judgekit.ci.compare import ComparePolicy, Comparison
     from judgekit.ci.history import History, RunInfo
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_OK", "Outcome", "Reports", "compare_with_baseline", "finish",
            "write_run_reports"]
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT = 0, 1, 2  # the CLI's own (judgekit.cli._exit), which imports nothing here
 
 Notify = Callable[[str, object], None]
 """Told of each step as it is done: ("compared", Comparison), ("recorded", RunInfo), ("wrote", Path)."""

@@ -19,9 +19,9 @@ from functools import wraps
 
 import click
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_STOP_SHIP = 4
-EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM: the command did not finish (128 + SIGINT, as shells report it)
+from judgekit.ci.exit_codes import (  # noqa: F401 - the CLI's commands import them from here
+    EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP,
+)
 
 
 def handle_errors(func):
