@@ -10,7 +10,7 @@ import re
 
 from judgekit.prompt import sent_text
 from judgekit.rubric.model import Rubric
-from judgekit.safety._compiled import INSTRUCTION_PATTERNS, TRIGGERS, CompiledPolicy  # noqa: F401 - the patterns' former home
+from judgekit.safety._compiled import CompiledPolicy
 from judgekit.safety._evidence import EVIDENCE_CHARS, Scanned, around, make_finding, masked
 from judgekit.safety._sources import INDEX, Source, json_strings
 from judgekit.safety._targets import given_in, host_of, recipient_name, targets_in, within
