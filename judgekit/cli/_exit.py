@@ -1,13 +1,7 @@
 """Exit codes, and the wrapper that turns every error into one line and its code.
 
-    0  ok (and the gate passed, when one was asked for)
-    1  the gate failed (or calibration refused a judge): the measurement says no
-    2  usage or input error: a bad file, flag or setting, named with its place
-    3  internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)
-    4  stop shipping: `judgekit safety` found an open stop-ship signal
-  130  interrupted (Ctrl-C, SIGTERM): nothing half-written is left
-
-CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
+What each code means is ``judgekit.ci.exit_codes.EXIT_CODES``; ``ExitCodesHelp`` lists it in a
+command's ``--help`` (generated from that table, never retyped).
 """
 
 from __future__ import annotations
@@ -20,8 +14,30 @@ from functools import wraps
 import click
 
 from judgekit.ci.exit_codes import (  # noqa: F401 - the CLI's commands import them from here
-    EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP,
+    EXIT_CODES, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP,
 )
+
+
+def format_exit_codes(formatter: click.HelpFormatter) -> None:
+    """An "Exit codes" section of a command's help: every code of ``EXIT_CODES``, with its meaning."""
+    with formatter.section("Exit codes"):
+        formatter.write_dl([(str(code), meaning) for code, meaning in EXIT_CODES.items()])
+
+
+class ExitCodesHelp(click.Command):
+    """A command whose ``--help`` ends with every exit code (after the options)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_exit_codes(formatter)
+        super().format_epilog(ctx, formatter)
+
+
+class ExitCodesGroup(click.Group):
+    """A command group whose ``--help`` ends with every exit code (after its commands)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_exit_codes(formatter)
+        super().format_epilog(ctx, formatter)
 
 
 def handle_errors(func):
