@@ -285,16 +285,18 @@ def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @handle_errors
 def rubric_lint(paths: tuple[Path, ...]) -> None:
-    """Flag version-bound language, vague criteria and empty axes, each with file:line."""
-    from judgekit.axes.lint import lint_file
+    """Flag version-bound language, vague criteria and empty axes, each with file:line (PATHS
+    default: rubrics/); with none, say what was checked."""
+    from judgekit.axes.lint import lint_files
     from judgekit.suite import rubric_files
 
-    findings = [f for path in rubric_files(_rubric_paths(paths)) for f in lint_file(path)]
-    for finding in findings:
+    report = lint_files(rubric_files(_rubric_paths(paths)))
+    for finding in report.findings:
         say(one_line(str(finding)))
-    if findings:
-        say(f"{len(findings)} finding(s)", err=True)
+    if report.findings:
+        say(f"{len(report.findings)} finding(s)", err=True)
         sys.exit(EXIT_INPUT)
+    say(one_line(report.summary()))
 
 
 @rubric.command("schema")
