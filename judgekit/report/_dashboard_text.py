@@ -34,6 +34,17 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def _change(relative_drop: float | None) -> str:
+    """A change against the baseline, one convention everywhere on the page: a drop is negative
+    and marked ▼ (``▼ -11.4%``), a rise positive and marked ▲, no change ``= 0.0%``."""
+    if relative_drop is None:
+        return "—"
+    change = -100 * relative_drop
+    if abs(change) < 0.05:
+        return "= 0.0%"
+    return f"{'▼' if change < 0 else '▲'} {change:+.1f}%"
+
+
 def _td(axis: str, name: str, text: str, value=None, cls: str = "") -> str:
     """A table cell a test (or a script) can read: ``data-axis``, ``data-field`` and the raw value."""
     raw = "" if value is None else f' data-value="{_e(value)}"'
