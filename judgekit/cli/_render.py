@@ -10,6 +10,7 @@ import textwrap
 
 from typing import TYPE_CHECKING
 
+from judgekit._util.text import change_text
 from judgekit.cli._out import one_line, say, say_json, say_rendered
 
 if TYPE_CHECKING:
@@ -347,7 +348,7 @@ def print_comparison(comparison, *, err: bool = False) -> None:
         if axis.mean is not None:
             parts.append(f"mean {axis.mean:.3f}")
         if axis.baseline_mean is not None:
-            change = f"{-100 * axis.relative_drop:+.1f}%" if axis.relative_drop is not None else "n/a"
+            change = change_text(axis.relative_drop)
             parts.append(f"baseline {axis.baseline_mean:.3f} ({change})")
         if axis.test is not None:
             parts.append(f"p={axis.test.p_value:.3g} [{axis.test.ci_low:+.3f}, {axis.test.ci_high:+.3f}]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from judgekit._util.text import printable, redact
+from judgekit._util.text import change_text, printable, redact
 
 MAX_TEXT = 2000
 """Characters of one text from a record (a claim, a quote, a reason) shown before it is cut."""
@@ -35,14 +35,9 @@ def _pct(value: float | None) -> str:
 
 
 def _change(relative_drop: float | None) -> str:
-    """A change against the baseline, one convention everywhere on the page: a drop is negative
-    and marked ▼ (``▼ -11.4%``), a rise positive and marked ▲, no change ``= 0.0%``."""
-    if relative_drop is None:
-        return "—"
-    change = -100 * relative_drop
-    if abs(change) < 0.05:
-        return "= 0.0%"
-    return f"{'▼' if change < 0 else '▲'} {change:+.1f}%"
+    """A change against the baseline as the page shows it (``change_text``: a drop is negative,
+    marked ▼), or a dash."""
+    return "—" if relative_drop is None else change_text(relative_drop)
 
 
 def _td(axis: str, name: str, text: str, value=None, cls: str = "") -> str:
