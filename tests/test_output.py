@@ -15,9 +15,8 @@ from click.testing import CliRunner
 from rich.cells import cell_len
 
 from judgekit.cli import main as cli_main
-from judgekit.cli._render import TablePrinter
-from judgekit.judge.resolve import JudgeOverride
-from judgekit.run import RunOptions, run_suite
+from judgekit.cli._render_table import TablePrinter
+from judgekit.run.record import read_run
 from judgekit.testing import Reply, ScriptedOpenAIServer, prompt_items
 from test_judge_runner import MODEL, example_suite, judge_answer
 
@@ -36,16 +35,14 @@ def judge(request, n):
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
     """The example suite under the scripted judge (not approved: faithfulness is advisory), run
-    by the CLI; its record and what the run printed."""
+    by the CLI; its record (read back from --out) and what the run printed."""
     tmp = tmp_path_factory.mktemp("output")
     suite = example_suite(tmp / "suite")
     with ScriptedOpenAIServer(judge) as server:
         printed = CliRunner().invoke(cli_main, ["run", str(suite), "--judge-model", MODEL, "--judge-api-base",
                                                 server.base_url, "--cache-dir", str(tmp / "cache"),
                                                 "--out", str(tmp / "run.jsonl")], env={"COLUMNS": None})
-        record = run_suite(suite, options=RunOptions(override=JudgeOverride(model=MODEL, api_base=server.base_url),
-                                                     cache_dir=tmp / "cache"))
-    return record, printed
+    return read_run(tmp / "run.jsonl"), printed
 
 
 def table_of(record, width: int) -> list[str]:

@@ -69,7 +69,8 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     comparison fails. The gate is decided even when some trajectories could not be scored.
     """
     from judgekit.ci.loop import Reports, finish
-    from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
+    from judgekit.cli._render import print_jsonl, print_ledger, progress_factory
+    from judgekit.cli._render_table import TablePrinter
     from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
     from judgekit.run import RunOptions, run_suite
