@@ -108,11 +108,7 @@ class Outcome:
         reasons and flags), and what the exit code makes of it when that is not plain: a red
         gate that does not count (``gate=False``), bad input (exit 2). The line ``judgekit run``
         ends with; what green means is ``green``."""
-        if self.green:
-            said = ["the gate passed"]
-            said.append(_compared(self.comparison))
-        else:
-            said = self.reasons
+        said = ["the gate passed", _compared(self.comparison)] if self.green else self.reasons
         c = self.comparison
         advisory = [a.axis for a in c.axes if a.flagged and a.advisory] if c is not None else []
         if advisory:
