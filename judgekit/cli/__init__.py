@@ -24,8 +24,8 @@ def main(ctx: click.Context) -> None:
     Three independent axes: task success (from the world's end state), tool correctness
     (pre-registered points) and faithfulness (claims traced to evidence).
 
-    Defaults for SUITE, --history and --cache-dir may be set in the [tool.judgekit] table of
-    the nearest pyproject.toml (paths relative to it); the command line wins.
+    Defaults for SUITE, --history and --cache-dir may be set in a [tool.judgekit] table, in the
+    nearest pyproject.toml holding one (paths relative to it); the command line wins.
 
     \b
     Exit codes:
