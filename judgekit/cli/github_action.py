@@ -256,7 +256,7 @@ def run_step(environ: Mapping[str, str], runner: Callable[[list[str], Mapping[st
     outputs["comment"] = str(inputs.pr_comment and pull_request_number(event) is not None).lower()
     outputs["save-history"] = str(inputs.history_cache and bool(outputs["record"]) and Path(inputs.history).is_file()
                                   and saves_history(environ, event)).lower()
-    print(f"judgekit: exit {code} ({MEANINGS.get(code, 'an error')}); gate: {outputs['gate'] or 'unknown'}; "
+    print(f"judgekit: exit {code}: {MEANINGS.get(code, 'an error')}; gate: {outputs['gate'] or 'unknown'}; "
           f"flagged axes: {outputs['flagged-axes'] or 'none'}", flush=True)
     if code != EXIT_OK:
         say(environ, "error", f"judgekit run exited {code}: {MEANINGS.get(code, 'an error')}"
