@@ -96,11 +96,9 @@ def test_the_schema_catches_a_broken_action(validator, action, break_it):
 
 
 def test_every_input_used_is_declared_and_every_declared_input_is_used(action):
-    text = ACTION.read_text(encoding="utf-8")
     runs = json.dumps(action["runs"]) + json.dumps(action["outputs"])
     used = set(re.findall(r"\binputs\.([A-Za-z0-9_-]+)", runs))
     assert used == set(action["inputs"])
-    assert "inputs." not in text.split("\nruns:")[0].split("\noutputs:")[0].replace("`", "")  # none in descriptions
     assert action["inputs"]["suite"]["required"] is True
     assert all("default" in spec for name, spec in action["inputs"].items() if name != "suite")
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
@@ -111,6 +109,8 @@ def test_every_input_used_is_declared_and_every_declared_input_is_used(action):
 
 def test_the_run_step_reads_exactly_the_inputs_the_script_reads(action):
     _, run = step(action, step_id="run")
+    assert run["run"] == "python -m judgekit.cli.github_action run" and set(github_action.main.commands) == {
+        "run", "comment"}
     assert run["env"] == {variable: f"${{{{ inputs.{name} }}}}" for name, variable in github_action.INPUTS.items()}
     _, comment = step(action, runs="github_action comment")
     assert comment["env"] == {github_action.TOKEN_VARIABLE: "${{ inputs.github-token }}",
@@ -196,7 +196,8 @@ def test_the_command_line_gates_compares_and_writes_every_report_as_the_cli_read
 
 
 @pytest.mark.parametrize(("given", "message"), [
-    pytest.param({"args": "--history other.sqlite"}, "sets --history, which the action sets itself", id="reserved_flag"),
+    pytest.param({"args": "--history other.sqlite"}, "sets --history, which the action sets itself",
+                 id="reserved_flag"),
     pytest.param({"args": "--out=x.jsonl --gate"}, "sets --out, --gate", id="reserved_flags_any_spelling"),
     pytest.param({"args": "--no-such-flag"}, "the `args` input: No such option '--no-such-flag'", id="unknown_flag"),
     pytest.param({"args": "--max-drop 2"}, "--max-drop", id="value_out_of_range"),
@@ -209,6 +210,13 @@ def test_the_command_line_gates_compares_and_writes_every_report_as_the_cli_read
 def test_bad_inputs_are_refused_before_anything_runs(given, message):
     with pytest.raises(github_action.InputError, match=re.escape(message)):
         github_action.checked_command(github_action.Inputs.read(inputs_env(**given)))
+
+
+def test_an_earlier_steps_reports_are_never_taken_for_this_runs(tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "summary.md").write_text("an earlier step's summary\n", encoding="utf-8")
+    with pytest.raises(github_action.InputError, match="already holds summary.md"):
+        github_action.checked_command(github_action.Inputs.read(inputs_env(reports=str(tmp_path / "reports"))))
 
 
 def test_bad_inputs_fail_the_step_outputs_with_exit_2_and_a_summary(tmp_path):
@@ -320,8 +328,10 @@ def test_whose_comment_is_taken(comment, identity, ours):
 class FakeGitHub:
     """The few REST endpoints the action calls, on 127.0.0.1, with their paging (``Link``)."""
 
-    def __init__(self, comments: list[dict[str, Any]], *, login: str | None = None, fail: dict | None = None):
+    def __init__(self, comments: list[dict[str, Any]], *, login: str | None = None, fail: dict | None = None,
+                 redirect_user: str | None = None):
         self.comments = comments
+        self.redirect_user = redirect_user  # GET /user answers 302 to this URL
         self.login = login  # None: an installation token (GET /user answers 403)
         self.fail = fail or {}  # (method, path prefix) -> status
         self.requests: list[tuple[str, str, dict[str, Any] | None]] = []
@@ -352,6 +362,8 @@ class FakeGitHub:
                     if m == method and url.path.startswith(prefix):
                         return self._answer(status, {"message": "Server Error" if status >= 500 else "Forbidden"})
                 if url.path == "/user":
+                    if fake.redirect_user:
+                        return self._answer(302, {}, {"Location": fake.redirect_user})
                     if fake.login is None:
                         return self._answer(403, {"message": "Resource not accessible by integration"})
                     return self._answer(200, {"login": fake.login, "type": "User"})
@@ -373,7 +385,8 @@ class FakeGitHub:
                 if method == "PATCH" and found:
                     [target] = [c for c in fake.comments if c["id"] == int(found.group(1))]
                     target["body"] = body["body"]
-                    return self._answer(200, {**target, "html_url": f"https://github.com/{REPO}/pull/{PR}#c{target['id']}"})
+                    url = f"https://github.com/{REPO}/pull/{PR}#c{target['id']}"
+                    return self._answer(200, {**target, "html_url": url})
                 return self._answer(404, {"message": "Not Found"})
 
             def do_GET(self):
@@ -436,7 +449,8 @@ def test_the_marked_comment_on_page_two_is_updated_not_a_persons_quote_on_page_o
 
 
 def test_a_personal_token_takes_only_its_own_marked_comment(tmp_path):
-    bots = {"id": 7, "body": MARKER + "\nby the workflow token", "user": {"login": "github-actions[bot]", "type": "Bot"}}
+    bots = {"id": 7, "body": MARKER + "\nby the workflow token",
+            "user": {"login": "github-actions[bot]", "type": "Bot"}}
     mine = {"id": 8, "body": MARKER + "\nby alice's token", "user": {"login": "alice", "type": "User"}}
     with FakeGitHub([bots, mine], login="alice") as api:
         assert github_action.comment_step(comment_env(api, tmp_path, "again\n")) == 0
@@ -476,6 +490,13 @@ def test_an_api_error_is_one_clear_line_and_the_job_summary_stands(tmp_path, cap
     assert summary.read_text(encoding="utf-8") == "## judgekit: the run step's summary\n"
 
 
+def test_the_token_is_not_repeated_on_a_redirect():
+    with FakeGitHub([], login="alice") as elsewhere:
+        with FakeGitHub([], redirect_user=f"{elsewhere.url}/user") as api:
+            assert GitHub(api_url=api.url, repository=REPO, token=TOKEN).identity() == "alice"
+    assert api.authorizations == {f"Bearer {TOKEN}"} and elsewhere.authorizations == {""}
+
+
 def test_the_token_never_leaves_https_or_loopback_nor_follows_a_link_elsewhere():
     with pytest.raises(GitHubError, match="expected an https URL"):
         GitHub(api_url="http://api.example.com", repository=REPO, token=TOKEN)
@@ -508,11 +529,12 @@ def two_steps(tmp_path_factory):
             folder = tmp / name
             folder.mkdir()
             (folder / "event.json").write_text(json.dumps(event), encoding="utf-8")
+            judge = f"--judge-model {MODEL} --judge-api-base {srv.base_url} --cache-dir {tmp / 'cache'}"
             env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event_name,
                    "GITHUB_REF": ref, "GITHUB_EVENT_PATH": str(folder / "event.json"),
                    "GITHUB_OUTPUT": str(folder / "outputs"), "GITHUB_STEP_SUMMARY": str(folder / "job-summary"),
                    **inputs_env(suite=str(suite), history=str(tmp / "history.sqlite"), reports=str(folder / "reports"),
-                                args=f"--judge-model {MODEL} --judge-api-base {srv.base_url} --cache-dir {tmp / 'cache'}")}
+                                args=judge)}
             assert github_action.run_step(env, runner=in_process) == 0
             done.append((folder, read_outputs(folder / "outputs")))
     return done

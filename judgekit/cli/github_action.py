@@ -33,6 +33,7 @@ import click
 from judgekit.ci.exit_codes import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK
 from judgekit.ci.github import GitHub, append_summary, command_text, comment_body, pull_request_number, write_outputs
 from judgekit.errors import InputError, JudgekitError
+from judgekit.report.markdown import escape
 
 INPUTS = {
     "suite": "INPUT_SUITE",
@@ -126,8 +127,9 @@ def _parse(argv: list[str], what: str) -> click.Context:
 
 def checked_command(inputs: Inputs) -> tuple[list[str], dict]:
     """``run_command(inputs)`` and its parameters, as ``judgekit run``'s own parser reads them
-    (nothing runs); InputError when it refuses them, or when the ``args`` input sets what the
-    action sets itself (``RESERVED``: click would silently take the last of two values)."""
+    (nothing runs); InputError when it refuses them, when the ``args`` input sets what the action
+    sets itself (``RESERVED``: click would silently take the last of two values), or when the
+    reports folder already holds reports."""
     from click.core import ParameterSource
 
     own = _parse([inputs.suite, *inputs.args], "the `args` input")
@@ -136,7 +138,12 @@ def checked_command(inputs: Inputs) -> tuple[list[str], dict]:
         raise InputError(f"the `args` input sets {', '.join(taken)}, which the action sets itself "
                          "(see its `baseline`, `history` and `reports` inputs)")
     argv = run_command(inputs)
-    return argv, _parse(argv, "the action's `judgekit run` command line").params
+    params = _parse(argv, "the action's `judgekit run` command line").params
+    there = [path.name for path in map(inputs.report, REPORT_FILES) if path.exists()]
+    if there:  # an earlier step's: a run that stops early would leave them looking like its own
+        raise InputError(f"the `reports` folder {inputs.reports} already holds {', '.join(there)} (an earlier "
+                         "judgekit step's?): give each step its own `reports` folder and `artifact-name`")
+    return argv, params
 
 
 # --- the run step ---------------------------------------------------------------------------------
@@ -233,7 +240,7 @@ def run_step(environ: Mapping[str, str], runner: Callable[[list[str], Mapping[st
     except InputError as exc:
         say(environ, "error", str(exc))
         outputs["exit-code"] = str(EXIT_INPUT)
-        _publish(environ, outputs, _no_summary(EXIT_INPUT, f"the action's inputs are wrong ({exc})"))
+        _publish(environ, outputs, _no_summary(EXIT_INPUT, f"the action's inputs are wrong ({escape(str(exc), 1000)})"))
         return 0
     for folder in (Path(inputs.reports), Path(inputs.history).parent):
         folder.mkdir(parents=True, exist_ok=True)
