@@ -30,7 +30,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.ci.exit_codes import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK
+from judgekit.ci.exit_codes import EXIT_INPUT, EXIT_OK, MEANINGS
 from judgekit.ci.github import GitHub, append_summary, command_text, comment_body, pull_request_number, write_outputs
 from judgekit.errors import InputError, JudgekitError
 from judgekit.report.markdown import escape
@@ -59,13 +59,6 @@ RESERVED = {"out": "--out", "junit": "--junit", "markdown": "--markdown", "html"
             "history_path": "--history", "baseline": "--baseline", "do_compare": "--compare", "apply_gate": "--gate",
             "do_record": "--record", "dry_run": "--dry-run"}
 """``judgekit run`` parameters the action sets itself: the ``args`` input may not set them again."""
-MEANINGS = {
-    EXIT_OK: "green",
-    EXIT_GATE_FAILED: "the gate failed, or the comparison with the baseline flagged or failed",
-    EXIT_INPUT: "an input error (a bad file, flag or setting, or a trajectory that could not be scored)",
-    EXIT_INTERNAL: "an internal error in judgekit",
-    EXIT_INTERRUPTED: "interrupted",
-}
 
 
 @dataclass(frozen=True)
@@ -224,8 +217,8 @@ def saves_history(environ: Mapping[str, str], event: Mapping) -> bool:
 
 
 def _no_summary(code: int, why: str) -> str:
-    return (f"**judgekit** \u00b7 **RED** \u00b7 `judgekit run` exited {code} ({MEANINGS.get(code, 'an error')}) "
-            f"without a summary: {why}. The job's log says why.\n")
+    return (f"**judgekit** \u00b7 **RED** \u00b7 `judgekit run` exited {code}, {MEANINGS.get(code, 'an error')}, "
+            f"without a summary: {why}. The job's log says more.\n")
 
 
 def run_step(environ: Mapping[str, str], runner: Callable[[list[str], Mapping[str, str]], int] = run_judgekit) -> int:
