@@ -16,13 +16,24 @@ __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "handle
 
 @click.group(cls=ExitCodesGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="judgekit-agents", prog_name="judgekit")
-def main() -> None:
+@click.pass_context
+@handle_errors
+def main(ctx: click.Context) -> None:
     """Score AI-agent trajectories against pre-registered rubrics.
 
     Three independent axes: task success (from the world's end state), tool correctness
     (pre-registered points) and faithfulness (claims traced to evidence).
+
+    Defaults for SUITE, --history and --cache-dir may be set in a [tool.judgekit] table, in the
+    nearest pyproject.toml holding one (paths relative to it); the command line wins.
     """
     _terminate_as_interrupt()
+    if ctx.default_map is None:  # one given by a host program calling ``main`` stands
+        from pathlib import Path
+
+        from judgekit.cli._project import project_defaults
+
+        ctx.default_map = project_defaults(main, Path.cwd())
 
 
 def _terminate_as_interrupt() -> None:

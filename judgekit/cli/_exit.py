@@ -1,7 +1,7 @@
 """Exit codes, and the wrapper that turns every error into one line and its code.
 
-What each code means is ``judgekit.ci.exit_codes.EXIT_CODES``; ``ExitCodesHelp`` lists it in a
-command's ``--help`` (generated from that table, never retyped).
+The codes and what each means: ``judgekit.ci.exit_codes`` (``MEANINGS``); ``ExitCodesHelp``
+lists them in a command's ``--help`` (generated from that table, never retyped).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from functools import wraps
 import click
 
 from judgekit.ci.exit_codes import (  # noqa: F401 - the CLI's commands import them from here
-    EXIT_CODES, EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP,
+    EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP, MEANINGS,
 )
 
 
 def format_exit_codes(formatter: click.HelpFormatter) -> None:
-    """An "Exit codes" section of a command's help: every code of ``EXIT_CODES``, with its meaning."""
+    """An "Exit codes" section of a command's help: every code of ``MEANINGS``, with its meaning."""
     with formatter.section("Exit codes"):
-        formatter.write_dl([(str(code), meaning) for code, meaning in EXIT_CODES.items()])
+        formatter.write_dl([(str(code), meaning) for code, meaning in MEANINGS.items()])
 
 
 class ExitCodesHelp(click.Command):
