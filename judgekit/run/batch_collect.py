@@ -104,6 +104,7 @@ def _collect(cache_dir: Path, record: BatchRecord, files: list[tuple[str, bytes]
                 unscored[key] = _unscored("provider_error", "the reply holds a secret: it is not cached")
                 del fresh[key]
     report.stored = len(fresh)
+    report.already_stored = len(held)
     record.stored += report.stored
     record.already_stored = report.already_stored
     record.model_mismatch = sum(v.provenance.model_mismatch for v in verdicts.values())
@@ -178,6 +179,9 @@ def read_batch(record: BatchRecord, files: list[tuple[str, bytes]],
     return verdicts, unscored, rejected
 
 
+_ENDED = {"batch_expired": "expired", "batch_cancelled": "cancelled", "batch_failed": "failed"}
+
+
 def _unscored(reason: str, detail: str) -> Unscored:
     return Unscored(reason=reason, detail=redact(detail)[:1000])
 
@@ -186,6 +190,9 @@ def _read_line(record: BatchRecord, request: BatchRequest, line: dict[str, Any],
                pricer: Pricer) -> JudgeVerdict | Unscored:
     """One line about ``request``: its verdict, or why it has none."""
     response, error = line.get("response"), line.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if code in _ENDED:  # OpenAI's error line for a request the batch never ran
+        return _unscored(_ENDED[code], f"the batch ended before answering it ({code}): {str(error.get('message'))[:800]}")
     if error is not None or not isinstance(response, dict) or response.get("status_code") != 200:
         status = response.get("status_code") if isinstance(response, dict) else None
         body = response.get("body") if isinstance(response, dict) else None
