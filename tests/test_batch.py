@@ -72,7 +72,7 @@ def test_round_trip_fills_the_cache_and_the_run_asks_nothing_online(loaded, tmp_
 
         again = runner.invoke(cli_main, ["batch", "submit", str(EXAMPLE), *base])
         assert "already in open batches" in again.output and "nothing to send" in again.output
-        status = runner.invoke(cli_main, ["batch", "status", "--cache-dir", str(tmp_path / "batch")])
+        status = runner.invoke(cli_main, ["batch", "status", str(EXAMPLE), "--cache-dir", str(tmp_path / "batch")])
         assert status.exit_code == 0 and f"{record.batch_id}  {MODEL}" in status.output and "completed" in status.output
 
         collected = runner.invoke(cli_main, ["batch", "collect", "--cache-dir", str(tmp_path / "batch")])

@@ -145,6 +145,8 @@ def read_batch(record: BatchRecord, files: list[tuple[str, bytes]],
     """The verdicts of the batch's valid replies, why the other questions have none, and the
     lines that name no question of the batch (see the module docstring)."""
     requests = {request.key: request for request in record.requests}
+    found = pricer.batch_per_token(record.litellm_model) if record.requests else None
+    prices = None if found is None else found[0]
     rejected: list[str] = []
     seen: Counter[str] = Counter()
     for what, number, line in _lines(files):
@@ -166,7 +168,7 @@ def read_batch(record: BatchRecord, files: list[tuple[str, bytes]],
             unscored[custom_id] = _unscored("duplicate", f"the batch answered this question {seen[custom_id]} "
                                                          "times: neither answer is taken")
             continue
-        outcome = _read_line(record, requests[custom_id], line, pricer)
+        outcome = _read_line(record, requests[custom_id], line, prices)
         if isinstance(outcome, Unscored):
             unscored[custom_id] = outcome
         else:
@@ -187,8 +189,9 @@ def _unscored(reason: str, detail: str) -> Unscored:
 
 
 def _read_line(record: BatchRecord, request: BatchRequest, line: dict[str, Any],
-               pricer: Pricer) -> JudgeVerdict | Unscored:
-    """One line about ``request``: its verdict, or why it has none."""
+               prices: tuple[float, float] | None) -> JudgeVerdict | Unscored:
+    """One line about ``request``: its verdict, or why it has none. ``prices``: (input, output)
+    dollars per token in a batch, None: unknown."""
     response, error = line.get("response"), line.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if code in _ENDED:  # OpenAI's error line for a request the batch never ran
@@ -206,8 +209,7 @@ def _read_line(record: BatchRecord, request: BatchRequest, line: dict[str, Any],
     outcome = read_reply(request.axis, reply.content, reply.refusal, reply.finish_reason, max_tokens)
     if isinstance(outcome, ReplyProblem):
         return _unscored(outcome.reason, outcome.detail)
-    found = pricer.batch_per_token(record.litellm_model)
-    cost = None if found is None else found[0][0] * reply.prompt_tokens + found[0][1] * reply.completion_tokens
+    cost = None if prices is None else prices[0] * reply.prompt_tokens + prices[1] * reply.completion_tokens
     return JudgeVerdict(
         axis=request.axis, status="scored", answer=outcome,
         provenance=provenance(identity, request.key, reported_model=reply.reported_model,
