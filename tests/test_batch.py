@@ -190,3 +190,20 @@ def test_the_dry_run_shows_the_batch_price_beside_the_online_one(loaded, tmp_pat
     assert "through a provider batch (litellm's batch price)" in text
     local = estimate_run(loaded, RunOptions(cache_dir=tmp_path))
     assert local.judges[0].batch_priced == "no batch API" and "no batch API" in render_estimate(local)
+
+
+def test_many_questions_fill_several_batches_and_a_batch_can_be_cancelled(loaded, tmp_path, monkeypatch):
+    monkeypatch.setattr("judgekit.run.batch.MAX_BATCH_REQUESTS", 3)  # the provider's limit, made small
+    with ScriptedOpenAIServer(scripted_judge) as server:
+        server.batches.state = "in_progress"
+        records = submit_batches(loaded, options(server, tmp_path)).records
+        assert [r.sent for r in records] == [3, 3, 2] and len({r.batch_id for r in records}) == 3
+        assert len({key for r in records for key in (q.key for q in r.requests)}) == 8
+        cancelled = CliRunner().invoke(cli_main, ["batch", "cancel", records[0].batch_id, "--cache-dir", str(tmp_path)])
+        assert cancelled.exit_code == 0 and f"{records[0].batch_id}: cancelled" in cancelled.output
+        for record in records[1:]:
+            server.batches.finish(record.batch_id, "completed")
+        reports = collect_batches(tmp_path)
+        assert [(r.stored, dict(r.unscored)) for r in reports] == [(0, {"cancelled": 3}), (3, {}), (2, {})]
+        unknown = CliRunner().invoke(cli_main, ["batch", "cancel", "batch_404", "--cache-dir", str(tmp_path)])
+        assert unknown.exit_code == 2 and "no batch 'batch_404' is recorded here" in unknown.output

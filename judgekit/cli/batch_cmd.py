@@ -39,6 +39,7 @@ def batch() -> None:
       judgekit batch submit SUITE     send the questions the cache does not answer, one batch per judge
       judgekit batch status [SUITE]   each batch's state and counts
       judgekit batch collect [SUITE]  store a finished batch's valid verdicts in the cache
+      judgekit batch cancel BATCH_ID  ask the provider to stop a batch (collect what it answered)
 
     Batches are recorded beside the verdict cache, in <cache>/batches/<batch id>.json.
     """
@@ -158,3 +159,18 @@ def collect(suite: Path | None, cache_dir: Path | None) -> None:
     if any(report.collected for report in reports):
         target = suite if suite is not None else "SUITE"
         say(f"next: `judgekit run {target}` takes these verdicts from the cache; questions without one are asked online")
+
+
+@batch.command("cancel")
+@click.argument("batch_id")
+@_cache_option
+@handle_errors
+def cancel(batch_id: str, cache_dir: Path | None) -> None:
+    """Ask the provider to cancel BATCH_ID (a batch recorded in the cache folder). Collect it
+    afterwards: what it answered is stored, the rest is unscored `cancelled` and asked online by
+    the next `judgekit run`."""
+    from judgekit.cache.store import DEFAULT_CACHE_DIR
+    from judgekit.run.batch import cancel_batch
+
+    record = cancel_batch(Path(cache_dir or DEFAULT_CACHE_DIR), batch_id)
+    say(f"{one_line(record.batch_id)}: {one_line(record.state)}; next: `judgekit batch collect` once it is cancelled")

@@ -10,10 +10,9 @@ API. ``batch_support`` says why a judge cannot batch. litellm is imported on fir
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from judgekit.judge.backend import CallRequest, RawReply, _describe, _litellm, reply_of, request_params
 from judgekit.judge.target import Connection, JudgeTarget
@@ -121,9 +120,9 @@ class BatchClient:
         except Exception as exc:  # noqa: BLE001 - whatever the provider or litellm raised, said in one line
             raise BatchCallFailed(f"{what} failed: {_describe(exc)[:1000]}") from None
 
-    def submit(self, lines: list[bytes], metadata: dict[str, str]) -> tuple[str, str]:
-        """Upload ``lines`` and create their batch: (batch id, input file id)."""
-        data = io.BytesIO(b"\n".join(lines) + b"\n")
+    def submit(self, data: IO[bytes], metadata: dict[str, str]) -> tuple[str, str]:
+        """Upload ``data`` (JSON Lines of requests, read from where it stands) and create its
+        batch: (batch id, input file id)."""
         uploaded = self._call("uploading the batch file", "create_file", file=("judgekit-batch.jsonl", data),
                               purpose="batch")
         batch = self._call("creating the batch", "create_batch", completion_window=COMPLETION_WINDOW,

@@ -15,11 +15,13 @@ finds every verdict in the cache.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 from judgekit._util.clock import utc_now
 from judgekit.cache.store import VerdictCache
@@ -43,15 +45,31 @@ MAX_BATCH_REQUESTS = 50_000  # OpenAI's limit on the lines of one batch
 
 
 @dataclass
+class _Part:
+    """One batch to send: its lines spooled to a temporary file (prompts are let go window by
+    window, so a large suite is never held in memory), and the questions they ask."""
+
+    file: IO[bytes]
+    requests: list[BatchRequest] = field(default_factory=list)
+    prompt_tokens: int = 0
+
+
+@dataclass
 class _Pending:
-    """The questions of one judge endpoint to send, as lines (prompts are let go window by window)."""
+    """The questions of one judge endpoint to send, in parts of at most ``MAX_BATCH_REQUESTS``."""
 
     target: JudgeTarget
-    lines: list[bytes] = field(default_factory=list)
-    requests: list[BatchRequest] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
     identities: dict[str, int] = field(default_factory=dict)
     identity_list: list[dict] = field(default_factory=list)
-    prompt_tokens: int = 0
+
+    def add(self, line: bytes, request: BatchRequest, prompt_tokens: int, stack: ExitStack) -> None:
+        if not self.parts or len(self.parts[-1].requests) >= MAX_BATCH_REQUESTS:
+            self.parts.append(_Part(stack.enter_context(tempfile.TemporaryFile())))
+        part = self.parts[-1]
+        part.file.write(line + b"\n")
+        part.requests.append(request)
+        part.prompt_tokens += prompt_tokens
 
 
 @dataclass
@@ -94,7 +112,7 @@ def submit_batches(loaded: LoadedSuite, options: RunOptions | None = None, *, se
                     elif question.key in in_flight:
                         report.in_open_batches += 1
                     else:
-                        _add(pending, question.key, question.job, report, connect, pricer)
+                        _add(pending, question.key, question.job, report, connect, pricer, stack)
         finally:
             if store is not None:
                 store.close()
@@ -103,8 +121,7 @@ def submit_batches(loaded: LoadedSuite, options: RunOptions | None = None, *, se
             raise ConfigError(f"no judge of this suite with questions to ask can batch ({why})")
         fingerprint = plan_fingerprint(keys, loaded.suite.name)
         for batch in pending.values():
-            for start in range(0, len(batch.lines), MAX_BATCH_REQUESTS):
-                part = slice(start, start + MAX_BATCH_REQUESTS)
+            for part in batch.parts:
                 record = _send(batch, part, connect, client_for, pricer, report, loaded.suite.name, fingerprint, now)
                 write_record(directory, record)
                 report.records.append(record)
@@ -112,7 +129,7 @@ def submit_batches(loaded: LoadedSuite, options: RunOptions | None = None, *, se
 
 
 def _add(pending: dict[tuple[str, str], _Pending], key: str, job: JudgeJob, report: SubmitReport,
-         connect: Connector, pricer: Pricer) -> None:
+         connect: Connector, pricer: Pricer, stack: ExitStack) -> None:
     target = job.judge
     name = f"{target.model_pin} at {target.endpoint}"
     if name in report.skipped:
@@ -130,25 +147,23 @@ def _add(pending: dict[tuple[str, str], _Pending], key: str, job: JudgeJob, repo
         batch.identities[material] = len(batch.identity_list)
         batch.identity_list.append(identity)
     fingerprints = [job.fingerprint] if job.fingerprint is not None else []
-    batch.lines.append(batch_line(key, batch_body(target, call_request(job, connect(target)))))
-    batch.requests.append(BatchRequest(key=key, axis=job.axis, identity=batch.identities[material],
-                                       fingerprints=fingerprints))
-    batch.prompt_tokens += pricer.tokens(target.litellm_model, job.prompt.messages)
+    batch.add(batch_line(key, batch_body(target, call_request(job, connect(target)))),
+              BatchRequest(key=key, axis=job.axis, identity=batch.identities[material], fingerprints=fingerprints),
+              pricer.tokens(target.litellm_model, job.prompt.messages), stack)
 
 
-def _send(batch: _Pending, part: slice, connect: Connector, client_for: Callable[[str, Connection], BatchClient],
+def _send(batch: _Pending, part: _Part, connect: Connector, client_for: Callable[[str, Connection], BatchClient],
           pricer: Pricer, report: SubmitReport, suite: str, fingerprint: str, now: Callable[[], datetime]) -> BatchRecord:
     target = batch.target
     provider, _ = provider_of(target)
-    lines, requests = batch.lines[part], batch.requests[part]
-    share = len(lines) / len(batch.lines)  # tokens of this part, when a judge's questions fill several batches
-    prompt_tokens = round(batch.prompt_tokens * share)
-    completion_max = len(lines) * target.spec.max_tokens
+    requests, prompt_tokens = part.requests, part.prompt_tokens
+    completion_max = len(requests) * target.spec.max_tokens
     online = pricer.cost(target.litellm_model, prompt_tokens, completion_max)
     found = pricer.batch_per_token(target.litellm_model)
     client = client_for(provider, connect(target))
     try:
-        batch_id, input_file_id = client.submit(lines, {"judgekit_suite": suite[:500], "judgekit_plan": fingerprint})
+        part.file.seek(0)
+        batch_id, input_file_id = client.submit(part.file, {"judgekit_suite": suite[:500], "judgekit_plan": fingerprint})
     except BatchCallFailed as exc:
         raise InputError(f"{target.model_pin} at {target.endpoint}: {exc} (nothing was sent for this judge; "
                          f"{len(report.records)} batch(es) sent before it are recorded)", report.cache_dir) from None
@@ -156,7 +171,7 @@ def _send(batch: _Pending, part: slice, connect: Connector, client_for: Callable
         batch_id=batch_id, input_file_id=input_file_id, provider=provider, model_pin=target.model_pin,
         litellm_model=target.litellm_model, endpoint=target.endpoint, api_base=target.api_base,
         api_key_env=target.api_key_env, suite=suite, plan_fingerprint=fingerprint, created_at=now(),
-        questions=report.questions, cached=report.cached, sent=len(lines), prompt_tokens=prompt_tokens,
+        questions=report.questions, cached=report.cached, sent=len(requests), prompt_tokens=prompt_tokens,
         completion_tokens_max=completion_max,
         priced="unknown" if found is None else "litellm batch price" if found[1] else "half the online price",
         estimated_cost_usd_max=pricer.batch_cost(target.litellm_model, prompt_tokens, completion_max),
@@ -201,3 +216,24 @@ def batch_status(cache_dir: Path, *, suite: str | None = None,
                 write_record(cache_dir, record)
             records.append(record)
     return records
+
+
+def cancel_batch(cache_dir: Path, batch_id: str, *,
+                 client_for: Callable[[str, Connection], BatchClient] = BatchClient) -> BatchRecord:
+    """Ask the provider to cancel ``batch_id`` (recorded in ``cache_dir``); its state is noted in
+    the record. What it answered before is still collected; the rest is unscored ``cancelled``."""
+    found = [record for _, record in read_records(cache_dir) if record.batch_id == batch_id]
+    if not found:
+        raise InputError(f"no batch {batch_id!r} is recorded here: see `judgekit batch status`", cache_dir)
+    [record] = found
+    if not record.open:
+        raise InputError(f"batch {batch_id!r} was collected already: nothing to cancel", cache_dir)
+    with ExitStack() as stack:
+        client = client_of(record, stack, client_for)
+        try:
+            client.cancel(batch_id)
+            refresh(record, client)
+        except BatchCallFailed as exc:
+            raise InputError(f"batch {batch_id}: {exc}", cache_dir) from None
+    write_record(cache_dir, record)
+    return record
