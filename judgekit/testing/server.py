@@ -271,8 +271,7 @@ class ScriptedOpenAIServer:
         self._script_errors: list[str] = []
         self._in_flight = 0
         self._max_in_flight = 0
-        self.batches = ScriptedBatches(self._chooser.choose)
-        """The files and batches endpoints, answered by this script (``judgekit.testing.batches``)."""
+        self.batches = ScriptedBatches(self._chooser.choose)  # /v1/files, /v1/batches: judgekit.testing.batches
 
     # --- lifecycle ----------------------------------------------------------------------------
 
