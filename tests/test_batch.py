@@ -207,3 +207,18 @@ def test_many_questions_fill_several_batches_and_a_batch_can_be_cancelled(loaded
         assert [(r.stored, dict(r.unscored)) for r in reports] == [(0, {"cancelled": 3}), (3, {}), (2, {})]
         unknown = CliRunner().invoke(cli_main, ["batch", "cancel", "batch_404", "--cache-dir", str(tmp_path)])
         assert unknown.exit_code == 2 and "no batch 'batch_404' is recorded here" in unknown.output
+
+
+def test_a_record_never_sends_a_key_to_a_server_nobody_named(loaded, tmp_path, monkeypatch):
+    monkeypatch.setenv("JK_BATCH_KEY", "sk-test-batch-key-not-real")
+    with ScriptedOpenAIServer(scripted_judge) as server:
+        run_options = RunOptions(override=JudgeOverride(model=MODEL, api_base=server.base_url, api_key_env="JK_BATCH_KEY"),
+                                 cache_dir=tmp_path)
+        [record] = submit_batches(loaded, run_options).records
+        refused = CliRunner().invoke(cli_main, ["batch", "collect", "--cache-dir", str(tmp_path)])
+        assert refused.exit_code == 2
+        assert f"would send the API key in $JK_BATCH_KEY to {server.base_url}" in refused.output
+        assert record.api_key_env == "JK_BATCH_KEY" == next(read_records(tmp_path))[1].api_key_env  # written as named
+        named = CliRunner().invoke(cli_main, ["batch", "collect", "--cache-dir", str(tmp_path), "--judge-api-base",
+                                              server.base_url, "--judge-api-key-env", "JK_BATCH_KEY"])
+        assert named.exit_code == 0 and f"{record.sent} stored" in named.output

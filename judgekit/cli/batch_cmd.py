@@ -18,16 +18,26 @@ def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
 
 
-def _where(suite: Path | None, cache_dir: Path | None) -> tuple[Path, str | None]:
-    """The cache folder and the suite name whose batches a command reads."""
+def _server_options(func):
+    func = click.option("--judge-api-key-env", help="With --judge-api-base: a server and key variable a batch "
+                        "record may use (as given to `batch submit`).")(func)
+    return click.option("--judge-api-base", help="The judge's OpenAI-compatible server, as given to `batch submit`.")(func)
+
+
+def _where(suite: Path | None, cache_dir: Path | None, api_base: str | None, api_key_env: str | None):
+    """The cache folder, the suite name whose batches a command reads, and the servers a record
+    may send an API key to (``judgekit.run.batch.servers_of``)."""
     from judgekit.cache.store import DEFAULT_CACHE_DIR
+    from judgekit.judge.resolve import JudgeOverride
+    from judgekit.run.batch import servers_of
     from judgekit.run.options import RunOptions, cache_dir_of
     from judgekit.suite import load_suite
 
+    override = JudgeOverride(api_base=api_base, api_key_env=api_key_env)
     if suite is None:
-        return Path(cache_dir or DEFAULT_CACHE_DIR), None
+        return Path(cache_dir or DEFAULT_CACHE_DIR), None, servers_of(None, override)
     loaded = load_suite(suite)
-    return cache_dir_of(loaded, RunOptions(cache_dir=cache_dir)), loaded.suite.name
+    return cache_dir_of(loaded, RunOptions(cache_dir=cache_dir)), loaded.suite.name, servers_of(loaded, override)
 
 
 @click.group("batch")
@@ -91,14 +101,18 @@ def submit(suite: Path, judge_model, judge_api_base, judge_api_key_env, allow_fl
 @batch.command("status")
 @_suite_argument
 @_cache_option
+@_server_options
 @handle_errors
-def status(suite: Path | None, cache_dir: Path | None) -> None:
+def status(suite: Path | None, cache_dir: Path | None, judge_api_base, judge_api_key_env) -> None:
     """Each recorded batch (of SUITE, when given) with its state and counts, asked of the provider
-    for the batches not collected yet."""
+    for the batches not collected yet.
+
+    A record sends an API key to its own server only when SUITE's judges or --judge-api-base and
+    --judge-api-key-env name that server and key variable (a record may come from a shared cache)."""
     from judgekit.run.batch import batch_status
 
-    directory, name = _where(suite, cache_dir)
-    records = batch_status(directory, suite=name)
+    directory, name, servers = _where(suite, cache_dir, judge_api_base, judge_api_key_env)
+    records = batch_status(directory, suite=name, servers=servers)
     if not records:
         say(f"no batch recorded in {directory}")
     for record in records:
@@ -130,8 +144,9 @@ def _collected(record) -> str:
 @batch.command("collect")
 @_suite_argument
 @_cache_option
+@_server_options
 @handle_errors
-def collect(suite: Path | None, cache_dir: Path | None) -> None:
+def collect(suite: Path | None, cache_dir: Path | None, judge_api_base, judge_api_key_env) -> None:
     """Store the valid verdicts of every finished batch (of SUITE, when given) in the verdict cache.
 
     Each reply is validated as an online one is; the questions without a valid reply are written
@@ -141,8 +156,8 @@ def collect(suite: Path | None, cache_dir: Path | None) -> None:
     from judgekit.run.batch_collect import collect_batches
     from judgekit.run.batch_record import record_path
 
-    directory, name = _where(suite, cache_dir)
-    reports = collect_batches(directory, suite=name)
+    directory, name, servers = _where(suite, cache_dir, judge_api_base, judge_api_key_env)
+    reports = collect_batches(directory, suite=name, servers=servers)
     if not reports:
         say(f"no batch recorded in {directory}")
     for report in reports:
@@ -164,13 +179,14 @@ def collect(suite: Path | None, cache_dir: Path | None) -> None:
 @batch.command("cancel")
 @click.argument("batch_id")
 @_cache_option
+@_server_options
 @handle_errors
-def cancel(batch_id: str, cache_dir: Path | None) -> None:
+def cancel(batch_id: str, cache_dir: Path | None, judge_api_base, judge_api_key_env) -> None:
     """Ask the provider to cancel BATCH_ID (a batch recorded in the cache folder). Collect it
     afterwards: what it answered is stored, the rest is unscored `cancelled` and asked online by
     the next `judgekit run`."""
-    from judgekit.cache.store import DEFAULT_CACHE_DIR
     from judgekit.run.batch import cancel_batch
 
-    record = cancel_batch(Path(cache_dir or DEFAULT_CACHE_DIR), batch_id)
+    directory, _, servers = _where(None, cache_dir, judge_api_base, judge_api_key_env)
+    record = cancel_batch(directory, batch_id, servers=servers)
     say(f"{one_line(record.batch_id)}: {one_line(record.state)}; next: `judgekit batch collect` once it is cancelled")

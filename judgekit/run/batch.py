@@ -24,10 +24,13 @@ from pathlib import Path
 from typing import IO
 
 from judgekit._util.clock import utc_now
+from judgekit._util.text import redact
 from judgekit.cache.store import VerdictCache
 from judgekit.errors import ConfigError, InputError
-from judgekit.judge.batch import BatchCallFailed, BatchClient, BatchState, batch_body, batch_line, batch_support, provider_of
-from judgekit.judge.resolve import Connector
+from judgekit.judge.batch import (
+    BatchCallFailed, BatchClient, BatchState, batch_body, batch_line, batch_support, batchable_providers, provider_of,
+)
+from judgekit.judge.resolve import Connector, JudgeOverride
 from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.run.ask import call_request
@@ -183,9 +186,37 @@ def _send(batch: _Pending, part: _Part, connect: Connector, client_for: Callable
 # --- status ---------------------------------------------------------------------------------------
 
 
-def client_of(record: BatchRecord, stack: ExitStack,
+Servers = frozenset[tuple[str, str]]
+"""(api_base, api_key_env) pairs a batch record may send that key to that server by."""
+
+
+def servers_of(loaded: LoadedSuite | None, override: JudgeOverride | None = None) -> Servers:
+    """The (api_base, api_key_env) pairs the suite's judges name (with the command line's
+    override), and the override's own: the servers a record may send an API key to."""
+    override = override or JudgeOverride()
+    specs = [] if loaded is None else [loaded.suite.judge, *(rubric.judge for rubric in loaded.rubrics.values())]
+    pairs = {(override.api_base or spec.api_base, override.api_key_env or spec.api_key_env)
+             for spec in specs if spec is not None}
+    pairs.add((override.api_base, override.api_key_env))
+    return frozenset((base, env) for base, env in pairs if base and env)
+
+
+def client_of(record: BatchRecord, stack: ExitStack, servers: Servers = frozenset(),
               client_for: Callable[[str, Connection], BatchClient] = BatchClient) -> BatchClient:
-    """The client that reaches ``record``'s batch: its server, and the key from its variable."""
+    """The client that reaches ``record``'s batch: its server, and the key from its variable.
+
+    A record is read from the cache folder, which may come from a shared CI cache: it may send
+    the key of its ``api_key_env`` to its own ``api_base`` only when that pair is in ``servers``
+    (the suite's judges, the command line), never because the record says so. Without a server
+    (the provider's own) or without a key, nothing needs vouching for."""
+    if record.api_base and record.api_key_env and (record.api_base, record.api_key_env) not in servers:
+        raise ConfigError(
+            f"batch {record.batch_id}'s record would send the API key in ${record.api_key_env} to {record.api_base}, "
+            "which neither the suite's judges nor the command line name: name the suite "
+            "(`judgekit batch collect SUITE`) or pass --judge-api-base and --judge-api-key-env")
+    if record.provider not in batchable_providers():
+        raise ConfigError(f"batch {record.batch_id}'s record names provider {record.provider!r}, which judgekit "
+                          "sends no batch to")
     target = JudgeTarget(spec=JudgeSpec(model=record.model_pin), litellm_model=record.litellm_model,
                          model_pin=record.model_pin, api_base=record.api_base, api_key_env=record.api_key_env,
                          endpoint=record.endpoint)
@@ -197,11 +228,11 @@ def refresh(record: BatchRecord, client: BatchClient) -> BatchState:
     state = client.state(record.batch_id)
     record.state = state.status
     record.counts = {"total": state.total, "completed": state.completed, "failed": state.failed}
-    record.provider_errors = state.errors
+    record.provider_errors = None if state.errors is None else redact(state.errors)
     return state
 
 
-def batch_status(cache_dir: Path, *, suite: str | None = None,
+def batch_status(cache_dir: Path, *, suite: str | None = None, servers: Servers = frozenset(),
                  client_for: Callable[[str, Connection], BatchClient] = BatchClient) -> list[BatchRecord]:
     """Every batch recorded in ``cache_dir`` (of ``suite``, when named), oldest first; the open
     ones with their state and counts as the provider reports them now (written to the record)."""
@@ -210,7 +241,7 @@ def batch_status(cache_dir: Path, *, suite: str | None = None,
         for _, record in read_records(cache_dir, suite=suite):
             if record.open:
                 try:
-                    refresh(record, client_of(record, stack, client_for))
+                    refresh(record, client_of(record, stack, servers, client_for))
                 except BatchCallFailed as exc:
                     raise InputError(f"batch {record.batch_id}: {exc}", cache_dir) from None
                 write_record(cache_dir, record)
@@ -218,7 +249,7 @@ def batch_status(cache_dir: Path, *, suite: str | None = None,
     return records
 
 
-def cancel_batch(cache_dir: Path, batch_id: str, *,
+def cancel_batch(cache_dir: Path, batch_id: str, *, servers: Servers = frozenset(),
                  client_for: Callable[[str, Connection], BatchClient] = BatchClient) -> BatchRecord:
     """Ask the provider to cancel ``batch_id`` (recorded in ``cache_dir``); its state is noted in
     the record. What it answered before is still collected; the rest is unscored ``cancelled``."""
@@ -229,7 +260,7 @@ def cancel_batch(cache_dir: Path, batch_id: str, *,
     if not record.open:
         raise InputError(f"batch {batch_id!r} was collected already: nothing to cancel", cache_dir)
     with ExitStack() as stack:
-        client = client_of(record, stack, client_for)
+        client = client_of(record, stack, servers, client_for)
         try:
             client.cancel(batch_id)
             refresh(record, client)

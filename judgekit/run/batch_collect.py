@@ -40,7 +40,7 @@ from judgekit.judge.backend import CallFailed
 from judgekit.judge.batch import BatchCallFailed, BatchClient, completion_of
 from judgekit.judge.target import Connection
 from judgekit.run.ask import provenance
-from judgekit.run.batch import client_of, refresh
+from judgekit.run.batch import Servers, client_of, refresh
 from judgekit.run.batch_record import (
     MAX_REJECTED_SHOWN, TERMINAL, BatchRecord, BatchRequest, Unscored, read_records, write_record,
 )
@@ -61,18 +61,19 @@ class CollectReport:
     unscored: Counter[str] = field(default_factory=Counter)
 
 
-def collect_batches(cache_dir: Path, *, suite: str | None = None,
+def collect_batches(cache_dir: Path, *, suite: str | None = None, servers: Servers = frozenset(),
                     client_for: Callable[[str, Connection], BatchClient] = BatchClient,
                     now: Callable[[], datetime] = utc_now) -> list[CollectReport]:
     """Collect every open batch recorded in ``cache_dir`` (of ``suite``, when named) that has
-    finished; see the module docstring."""
+    finished; see the module docstring. ``servers``: where a record may send an API key
+    (``judgekit.run.batch.client_of``)."""
     reports = []
     with ExitStack() as stack:
         for _, record in read_records(cache_dir, suite=suite):
             if not record.open:
                 reports.append(CollectReport(record, collected=False))
                 continue
-            client = client_of(record, stack, client_for)
+            client = client_of(record, stack, servers, client_for)
             try:
                 state = refresh(record, client)
                 if state.status not in TERMINAL:
@@ -109,7 +110,7 @@ def _collect(cache_dir: Path, record: BatchRecord, files: list[tuple[str, bytes]
     record.already_stored = report.already_stored
     record.model_mismatch = sum(v.provenance.model_mismatch for v in verdicts.values())
     record.unscored = unscored
-    record.rejected = rejected[:MAX_REJECTED_SHOWN]
+    record.rejected = [redact(line) for line in rejected[:MAX_REJECTED_SHOWN]]
     record.rejected_count = len(rejected)
     record.collected_at = now()
     write_record(cache_dir, record)

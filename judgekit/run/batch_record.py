@@ -126,7 +126,10 @@ def record_path(cache_dir: Path, batch_id: str) -> Path:
 def write_record(cache_dir: Path, record: BatchRecord) -> Path:
     path = record_path(cache_dir, record.batch_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(path, record.model_dump_json(indent=1) + "\n")
+    # Not masked as a whole: the masker takes ``"api_key_env": "NAME"`` for a secret and would
+    # write the variable's name masked. What could quote a secret (a reply's detail, a provider's
+    # error, a rejected line) is masked where it is made.
+    write_text_atomically(path, record.model_dump_json(indent=1) + "\n", mask_secrets=False)
     return path
 
 
