@@ -35,7 +35,7 @@ from judgekit.judge.spec import JudgeSpec
 from judgekit.judge.target import Connection, JudgeTarget
 from judgekit.run.ask import call_request
 from judgekit.run.batch_record import (
-    BatchRecord, BatchRequest, plan_fingerprint, read_records, write_record,
+    BatchRecord, BatchRequest, plan_hasher, read_records, write_record,
 )
 from judgekit.run.estimate import Pricer
 from judgekit.run.jobs import JudgeJob, identity_of
@@ -102,13 +102,13 @@ def submit_batches(loaded: LoadedSuite, options: RunOptions | None = None, *, se
     store = VerdictCache(directory, read_only=True) if directory.exists() else None
     pricer = Pricer()
     pending: dict[tuple[str, str], _Pending] = {}
-    keys: list[str] = []
+    plan = plan_hasher(loaded.suite.name)
     with ExitStack() as stack:
         connect = Connector(stack)
         try:
             for _, questions in scan_questions(loaded, options, store, QuestionScan(), select=select):
                 for question in questions:
-                    keys.append(question.key)
+                    plan.update(bytes.fromhex(question.key))
                     report.questions += 1
                     if question.cached:
                         report.cached += 1
@@ -122,7 +122,7 @@ def submit_batches(loaded: LoadedSuite, options: RunOptions | None = None, *, se
         if not pending and report.skipped:
             why = "; ".join(f"{judge}: {reason}" for judge, (_, reason) in sorted(report.skipped.items()))
             raise ConfigError(f"no judge of this suite with questions to ask can batch ({why})")
-        fingerprint = plan_fingerprint(keys, loaded.suite.name)
+        fingerprint = plan.hexdigest()
         for batch in pending.values():
             for part in batch.parts:
                 record = _send(batch, part, connect, client_for, pricer, report, loaded.suite.name, fingerprint, now)

@@ -149,8 +149,7 @@ def read_records(cache_dir: Path, *, suite: str | None = None) -> Iterator[tuple
     yield from sorted(found, key=lambda item: (item[1].created_at, item[1].batch_id))
 
 
-def plan_fingerprint(keys: list[str], suite: str) -> str:
-    digest = sha256(f"judgekit-batch-plan/1\n{suite}\n".encode())
-    for key in keys:
-        digest.update(bytes.fromhex(key))
-    return digest.hexdigest()
+def plan_hasher(suite: str):
+    """The plan fingerprint's hash: feed it each distinct question key in plan order
+    (``update(bytes.fromhex(key))``), then read ``hexdigest()``."""
+    return sha256(f"judgekit-batch-plan/1\n{suite}\n".encode())
