@@ -190,15 +190,18 @@ class CountingJudge:
         return thread
 
 
-LEDGER_LINE = re.compile(r"judge: (\d+) call\(s\), (\d+) cache hit\(s\).*unscored: (.+)$", re.MULTILINE)
+LEDGER_LINE = re.compile(r"^judge: (\d+) call\(s\), (\d+) cache hit\(s\)", re.MULTILINE)
+UNSCORED = re.compile(r"^(\w+): \d+ scored.*?, (\d+ unscored(?: \([^)]*\))?)", re.MULTILINE)
 
 
 def ledger_of(stderr: str) -> tuple[int, int, str]:
-    """(calls, cache hits, unscored) from the ledger line the CLI prints on stderr."""
+    """(calls, cache hits, unscored) from what the CLI prints on stderr beside JSON Lines: the
+    judge's line, and each axis's line (its unscored results and why; "none" when no axis has one)."""
     match = LEDGER_LINE.search(stderr)
     if match is None:
         raise AssertionError(f"no ledger line on stderr: {stderr.strip()[-2000:]}")
-    return int(match.group(1)), int(match.group(2)), match.group(3).strip()
+    unscored = "; ".join(f"{axis} {said}" for axis, said in UNSCORED.findall(stderr)) or "none"
+    return int(match.group(1)), int(match.group(2)), unscored
 
 
 # --- main ----------------------------------------------------------------------------------------

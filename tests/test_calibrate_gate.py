@@ -76,6 +76,13 @@ def approvals(project: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
 
 
+def gate_of(output: str) -> str:
+    """A run's output up to its gate: without the status line `judgekit run` ends with (GREEN or
+    RED and why), which `judgekit gate` does not print."""
+    head, _, last = output.rstrip("\n").rpartition("\n")
+    return head + "\n" if last.startswith(("GREEN", "RED")) else output
+
+
 def run_and_gate(project: Path, server) -> tuple[object, dict]:
     out = project / "run.json"
     result = cli(project, "run", str(project / "examples/email-update"), "--out", str(out), "--gate",
@@ -119,7 +126,8 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
     fingerprints = {r["axes"]["faithfulness"]["judge"]["model_pin"] for r in run["results"]}
     assert fingerprints == {"openai/scripted-judge-2024-08-06"}
     assert gated.exit_code == 1
-    section = gated.output.split("faithfulness: ")[-1].split("task_success")[0]
+    assert gated.output.rstrip().splitlines()[-1].startswith("RED: gate: ")
+    section = gate_of(gated.output).split("faithfulness: ")[-1].split("task_success")[0]
     assert re.match(r"[\d.]+ \(min 1\.0\) over 9 gating verdict", section)
     assert "advisory" not in section
     # the gate says what the approval certifies, and on which labels
@@ -129,7 +137,7 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
                      r"update-email/approvals/[0-9a-f]{64}\.verdicts\.jsonl \(sha256 [0-9a-f]{12}\)$",
                      gated.output, re.M), gated.output
     assert re.search(r"^FAIL task_success: 0\.333", gated.output, re.M)
-    assert gated.output.rstrip().endswith("gate: FAILED")
+    assert gate_of(gated.output).rstrip().endswith("gate: FAILED")
 
 
 def test_a_disagreeing_judge_is_refused_and_only_advises(project):
@@ -271,7 +279,7 @@ def test_gate_reads_the_suites_calibration_folder_never_the_records(project, tmp
     header["header"]["calibration_dir"] = claimed
     (project / "run.json").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     again = cli(project, "gate", str(project / "run.json"))
-    assert again.exit_code == 1 and gated.stdout.endswith(again.stdout), (gated.stdout, again.stdout)  # the same gate
+    assert again.exit_code == 1 and gate_of(gated.stdout).endswith(again.stdout), (gated.stdout, again.stdout)  # the same gate
     assert re.search(r"^FAIL faithfulness: [\d.]+ \(min 1\.0\) over 9 gating", again.stdout, re.M), again.output
     imported = cli(project, "history", "import", str(project / "run.json"), "--history", str(tmp_path / "h.sqlite"))
     assert imported.exit_code == 2 and "calibration folder" in imported.output
@@ -301,4 +309,4 @@ def test_a_malformed_approval_record_leaves_its_judge_advisory_with_the_reason_a
         section = result.output.split("ADVISORY faithfulness: ")[-1].split("task_success")[0]
         assert "not an approval record" in section and path.name in section, result.output
         assert re.search(r"^FAIL task_success: 0\.333", result.output, re.M)
-        assert result.output.rstrip().endswith("gate: FAILED")
+        assert gate_of(result.output).rstrip().endswith("gate: FAILED")

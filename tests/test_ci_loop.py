@@ -13,6 +13,7 @@ import os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before anything imports litellm
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -144,6 +145,9 @@ def test_compare_against_a_run_id_in_the_history(two_runs):
         first = store.runs()[-1].run_id
     code, out = cli("compare", tmp / "r2.jsonl", "--baseline", first, "--history", history)
     assert code == 1 and "tool_correctness: FLAGGED" in out
+    # The drop is negative and marked ▼, as on the dashboard; an unchanged axis says = 0.0%.
+    assert re.search(r"^  tool_correctness: FLAGGED: mean [\d.]+, baseline [\d.]+ \(▼ -\d+\.\d%\)", out, re.M), out
+    assert re.search(r"^  task_success: ok: mean [\d.]+, baseline [\d.]+ \(= 0\.0%\)", out, re.M), out
 
 
 # --- fail closed ------------------------------------------------------------------------------------

@@ -75,6 +75,8 @@ def test_a_first_run_is_measured_alone_recorded_green_and_reported(two_finished)
     assert all(path.stat().st_size > 0 for path in first.written)
     assert [step for step, _ in steps] == ["compared", "recorded", "wrote", "wrote", "wrote"]
     assert [value for step, value in steps if step == "wrote"] == list(first.written)
+    assert first.green and first.reasons == []
+    assert first.status == "GREEN: the gate passed; no baseline (last-green): nothing compared"
 
 
 def test_a_dropped_axis_is_flagged_exit_1_and_the_run_is_not_green(two_finished):
@@ -88,6 +90,11 @@ def test_a_dropped_axis_is_flagged_exit_1_and_the_run_is_not_green(two_finished)
     with History(history, create=False) as store:
         assert [info.run_id for info in store.runs()] == [second.recorded.run_id, first.recorded.run_id]
         assert store.last_green(second.recorded.suite).run_id == first.recorded.run_id
+    # The status line says why, in the comparison's own words, and agrees with the history.
+    assert not second.green and second.green == second.recorded.green
+    (why,) = second.comparison.reasons
+    assert why.startswith("tool_correctness: ")
+    assert second.status == f"RED: compare: {why}"
 
 
 def test_every_report_is_written_masked(server, tmp_path):
@@ -115,6 +122,43 @@ def test_a_history_given_open_is_left_open(server, tmp_path):
         outcome = finish(record, history=store)
         assert outcome.recorded is not None and outcome.comparison is None and outcome.written == ()
         assert store.find(outcome.recorded.run_id) is not None  # still usable
+
+
+def gate_report(*shortfalls: tuple[str, str]):
+    """A gate report whose axes fall short as ``shortfalls`` say ((axis, reason), ...); with
+    none it passes, and faithfulness is advisory (nothing of it gates)."""
+    from judgekit.gate import Advisory, AxisGate, GateReport
+
+    axes = [AxisGate(axis=axis, gating_n=9, value=0.5, minimum=1.0, passed=False, reasons=[why])
+            for axis, why in shortfalls]
+    axes.append(AxisGate(axis="faithfulness", gating_n=0, minimum=1.0, passed=True,
+                         advisory=[Advisory(rubric="r@1.0.0", trajectories=9, reason="not approved", command="c")]))
+    return GateReport(passed=not shortfalls, axes=axes)
+
+
+@pytest.mark.parametrize(("errors", "shortfalls", "gate", "status"), [
+    pytest.param(0, [], True, "GREEN: the gate passed", id="green"),
+    pytest.param(0, [], False, "GREEN: the gate passed", id="green_not_gated"),
+    pytest.param(0, [("task_success", "pass rate 0.500 is below 1.0")], True,
+                 "RED: gate: task_success: pass rate 0.500 is below 1.0", id="red_gated_exit_1"),
+    pytest.param(0, [("task_success", "pass rate 0.500 is below 1.0"), ("tool_correctness", "mean 0.5 is below 1.0")],
+                 False, "RED (not gated: exit 0): gate: task_success: pass rate 0.500 is below 1.0; "
+                 "gate: tool_correctness: mean 0.5 is below 1.0", id="red_not_gated_says_so"),
+    pytest.param(1, [("task_success", "1 trajectories could not be scored")], False,
+                 "RED (exit 2: 1 trajectory axis/axes could not be scored (bad input)): "
+                 "gate: task_success: 1 trajectories could not be scored", id="bad_input_says_exit_2"),
+])
+def test_the_status_line_says_green_or_red_and_why(errors, shortfalls, gate, status):
+    record = SimpleNamespace(summary={"task_success": SimpleNamespace(errors=errors)},
+                             gate_report=gate_report(*shortfalls))
+    outcome = finish(record, gate=gate)
+    assert outcome.status == status
+    assert outcome.green == (not shortfalls) and outcome.passed == (outcome.exit_code == EXIT_OK)
+
+
+def test_a_record_without_a_gate_is_not_green():
+    outcome = finish(SimpleNamespace(summary={}, gate_report=None), gate=False)
+    assert not outcome.green and outcome.status == "RED (not gated: exit 0): gate: not decided for this run"
 
 
 def fake(*, errors: int = 0, gate_passed: bool = True):

@@ -254,8 +254,11 @@ def test_bad_snapshots_are_recorded_as_axis_errors_one_line_each(suite):
     assert rows["t-good"]["axes"]["task_success"]["status"] == "scored"
     assert rows["t-missing"]["axes"]["task_success"]["status"] == "error"
     assert rows["t-missing"]["axes"]["tool_correctness"]["status"] == "scored"  # needs no world here
-    errors = result.stderr.splitlines()
+    said = result.stderr.splitlines()  # beside JSON Lines: the per-axis lines, the errors, the status
+    assert "task_success: 1 scored, 1 passed, mean 1.000, 2 could not be scored" in said
+    errors = [line for line in said if line.startswith("judgekit: error: ")]
     assert len(errors) == 2
+    assert said[-1].startswith("RED (exit 2: 2 trajectory axis/axes could not be scored (bad input)): gate: task_success: 2 ")
     assert errors[0] == f"judgekit: error: t-missing task_success: {folder / 'db' / 'nowhere.db'}: file not found"
     assert errors[1].startswith(f"judgekit: error: t-text task_success: {folder / 'db' / 'notes.txt'}: not a SQLite database")
     record = read_run(out)  # the record is still written

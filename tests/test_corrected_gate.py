@@ -81,4 +81,5 @@ def test_approved_judge_gates_and_its_pass_rate_is_corrected(tmp_path):
     assert observed == round(judge_passes / 150, 3)
     assert 0 <= low <= corrected <= high <= 1
     assert corrected != observed  # the judge's known errors move the estimate
-    assert gated.exit_code == 0 and gated.output.rstrip().endswith("gate: PASSED")
+    assert gated.exit_code == 0 and "\ngate: PASSED\n" in gated.output
+    assert gated.output.rstrip().splitlines()[-1] == "GREEN: the gate passed"  # the run's last line

@@ -133,6 +133,12 @@ def test_renders_the_example_run_on_its_own(example):
     assert number(page.cells[("task_success", "pass_rate")]) == pytest.approx(passed, abs=5e-4)
     assert page.cells[("faithfulness", "advisory")] == "advisory"  # the scripted judge is not approved
     assert page.cells[("tool_correctness", "advisory")] == "gating"
+    # An advisory axis's gate cell says advisory, never pass (nothing of it gates, whatever its value).
+    faithfulness = next(a for a in first.gate_report.axes if a.axis == "faithfulness")
+    assert faithfulness.passed and faithfulness.gating_n == 0 and faithfulness.advisory
+    assert page.cells[("faithfulness", "gate")] == "advisory (not gating)"
+    assert re.search(r'data-axis="faithfulness" data-field="gate" data-value="advisory"', text)
+    assert page.cells[("tool_correctness", "gate")].startswith("FAIL: mean score")
     assert 'data-verdict="fail"' in text  # the example's gate fails (its minimums are 1.0)
     assert "Not compared with a baseline." in text and "No history for this suite" in text
     passing = {r.trajectory_id: all(a.status == "scored" and a.score == 1.0 for a in r.axes.values())
@@ -159,8 +165,14 @@ def test_renders_a_comparison_and_the_trend(example):
     assert page.cells[("task_success", "flagged")] == "no" and page.cells[("faithfulness", "flagged")] == "no"
     base = comparison.axes[[a.axis for a in comparison.axes].index("tool_correctness")]
     assert number(page.cells[("tool_correctness", "baseline_mean")]) == pytest.approx(base.baseline_mean, abs=5e-4)
-    drop = page.cells[("tool_correctness", "drop_pct")]
-    assert float(drop.rstrip("%")) == pytest.approx(100 * base.relative_drop, abs=0.05)
+    # One sign convention on the whole page: a drop is negative, marked ▼ (cell, card, plots alike).
+    shown = f"▼ {-100 * base.relative_drop:+.1f}%"
+    assert base.relative_drop > 0 and shown.startswith("▼ -")
+    assert page.cells[("tool_correctness", "change_pct")] == shown
+    assert f'<div class="change">{shown} vs baseline' in text
+    assert f"{100 * base.relative_drop:+.1f}%" not in text  # never the drop as a positive figure
+    for plot in ("plot-trend", "plot-drops"):
+        assert shown in text.split(f'id="{plot}"')[1].split("</figure>")[0], plot
     # The regressed trajectories come first, each marked, and the flagged drop shows in the plots.
     assert sorted(row["data-tid"] for row in page.rows[:len(regressed)]) == sorted(regressed)
     assert all("tool_correctness:regressed" in row["data-states"].split() for row in page.rows[:len(regressed)])
@@ -183,7 +195,28 @@ def test_the_trend_marks_green_builds(example, tmp_path):
     assert [run.green for run in data.trend] == [False, True]
     trend = render_html(data).split('id="plot-trend"')[1].split("</figure>")[0]
     assert "<svg " in trend and ">green build<" in trend and ">not green<" in trend
-    assert "tool_correctness — FLAGGED: down 11.4%" in trend
+    assert "tool_correctness — FLAGGED: ▼ -11.4%" in trend
+
+
+def test_the_trend_legend_is_below_the_panels_never_over_the_data(example, tmp_path):
+    from judgekit.report._dashboard_axes import _axis_views
+    from judgekit.report._dashboard_plots import _trend_figure
+
+    first, second, comparison, _, _ = example
+    history = History(tmp_path / "h.sqlite")
+    history.record(first)
+    history.record(second, compare_passed=comparison.passed)
+    data = report_input(second, comparison=comparison, history=history)
+    figure = _trend_figure(data, _axis_views(data))
+    figure.draw_without_rendering()  # lays the figure out, as saving it does
+    (legend,) = figure.legends  # one legend for the figure, none inside a panel
+    assert all(ax.get_legend() is None for ax in figure.axes)
+    assert [text.get_text() for text in legend.get_texts()] == ["not green"]  # each kind of point shown once
+    box = legend.get_window_extent()
+    for ax in figure.axes:
+        panel = ax.get_tightbbox()  # the panel with its ticks, labels and title
+        assert not box.overlaps(panel), (box, panel)
+        assert box.y1 <= panel.y0  # below every panel
 
 
 def test_judges_show_their_calibration(example):

@@ -338,8 +338,10 @@ def test_budget_stops_judging_cleanly(tmp_path, server):
     assert record["ledger"]["unscored"] == {"budget": len(budget)}
     assert record["ledger"]["prompt_tokens"] + record["ledger"]["completion_tokens"] >= 1200
     assert record["summary"]["faithfulness"]["unscored"] == len(budget)
+    # One unscored count, on the axis's line, with why; the judge's line says only what it cost.
     assert f"faithfulness: {len(scored)} scored, mean" in result.output
-    assert f"unscored: budget {len(budget)}" in result.output  # the ledger line says why
+    assert f", {len(budget)} unscored (budget {len(budget)})" in result.output
+    assert "unscored" not in next(line for line in result.output.splitlines() if line.startswith("judge: "))
     # Finished verdicts were kept: a run without the budget asks only for the rest.
     with VerdictCache(cache) as store:
         assert all(store.get(a["judge"]["cache_key"]) is not None for a in scored)

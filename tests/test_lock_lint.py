@@ -303,7 +303,10 @@ def test_clean_rubric_has_no_finding(tmp_path):
     write(tmp_path / "rubrics" / "other.yaml", rubric_text())
     path = write(tmp_path / "rubrics" / "lint-me.yaml", text)
     result = cli("rubric", "lint", str(path.parent))
-    assert (result.exit_code, result.output) == (0, "")
+    # A clean lint says what it checked: both files, their axis sections, what loading validated.
+    assert result.exit_code == 0, result.output
+    assert result.output == ("checked 2 rubric(s) in 2 file(s) (lint-me@1.0.0, change-email@1.0.0): 2 axis section(s) "
+                             "linted for version-bound, vague or empty criteria; 2 predicates validated: no findings\n")
 
 
 def test_lint_counts_findings_over_files(tmp_path):

@@ -68,6 +68,18 @@ _lock = threading.Lock()
 _mask_secrets = None
 
 
+def change_text(relative_drop: float | None) -> str:
+    """A change against a baseline, one convention wherever judgekit shows one: a drop is
+    negative and marked ▼ (``▼ -11.4%``), a rise positive and marked ▲ (``▲ +2.0%``), no change
+    ``= 0.0%``; ``relative_drop`` is the drop over the baseline (positive: worse); None: "n/a"."""
+    if relative_drop is None:
+        return "n/a"
+    change = -100 * relative_drop
+    if abs(change) < 0.05:
+        return "= 0.0%"
+    return f"{'▼' if change < 0 else '▲'} {change:+.1f}%"
+
+
 def register_secret(value: str | None) -> None:
     """Mask ``value`` from now on in everything ``redact`` sees (and its JSON-escaped form)."""
     if not value or len(value) < 6:  # too short to mask without mangling ordinary text

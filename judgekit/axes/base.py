@@ -138,7 +138,12 @@ class Axis:
         return policy.min.get(self.name, self.default_minimum)
 
     def describe(self, result: Any) -> str:
-        """A scored result in a few words (a table cell)."""
+        """A scored result in a few words (a table cell), with what it lost."""
+        return self.headline(result)
+
+    def headline(self, result: Any) -> str:
+        """A scored result in a word or two (a narrow table cell): its figure, without the
+        details ``describe`` adds."""
         return f"{result.score:.2f}"
 
     def lost(self, result: Any) -> list[tuple[str, str]]:

@@ -100,6 +100,10 @@ class Faithfulness(Axis):
         text = f"{result.score:.2f} ({result.supported}/{result.claims_total} claims)"
         return text + (f", {result.citation_errors} citation error(s)" if result.citation_errors else "")
 
+    def headline(self, result: FaithfulnessResult) -> str:
+        """The score and the supported claims (citation errors: the ``describe`` of a wider cell)."""
+        return f"{result.score:.2f} ({result.supported}/{result.claims_total})"
+
     def lost(self, result: FaithfulnessResult) -> list[tuple[str, str]]:
         return [(f"claim: {claim.claim}", claim.citation_error or "not supported by any tool result or context item")
                 for claim in result.claims if not claim.supported]

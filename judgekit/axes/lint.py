@@ -110,5 +110,56 @@ def lint_rubric(rubric: Rubric, path: Path, tree: yaml.Node | None = None, sourc
 
 
 def lint_file(path: Path) -> list[Finding]:
-    rubric = load_rubric(path)
-    return lint_rubric(rubric, path, compose(path), read_text(path))
+    return lint_files([path]).findings
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """What ``judgekit rubric lint`` checked, and what it found."""
+
+    files: int
+    rubrics: list[str]
+    """id@version of each rubric read (each loaded, so validated against the rubric schema)."""
+    axes: int
+    """Axis sections whose guide and criteria were linted."""
+    validated: dict[str, int]
+    """What loading validated, by kind: predicates, argument schemas, diff path patterns."""
+    findings: list[Finding]
+
+    def summary(self) -> str:
+        """The report in one line, e.g. what a clean run says."""
+        counted = ", ".join(f"{n} {kind}" for kind, n in self.validated.items() if n)
+        return (f"checked {len(self.rubrics)} rubric(s) in {self.files} file(s) ({', '.join(self.rubrics)}): "
+                f"{self.axes} axis section(s) linted for version-bound, vague or empty criteria"
+                + (f"; {counted} validated" if counted else "")
+                + (f": {len(self.findings)} finding(s)" if self.findings else ": no findings"))
+
+
+def _validated(rubric: Rubric) -> dict[str, int]:
+    """How many predicates, argument schemas and diff path patterns ``rubric`` holds (loading it
+    validated each)."""
+    task, tools = rubric.task_success, rubric.tool_correctness
+    counts = {"predicates": 0, "argument schemas": 0, "diff path patterns": 0}
+    if task is not None:
+        counts["predicates"] += len(task.preconditions) + len(task.postconditions)
+        counts["diff path patterns"] += len(task.side_effects.allow) if task.side_effects else 0
+    if tools is not None:
+        counts["argument schemas"] += sum(len(call.args) for call in tools.expected_calls) + len(tools.tools)
+        counts["diff path patterns"] += len(tools.forbidden.effects)
+    return counts
+
+
+def lint_files(paths: list[Path]) -> LintReport:
+    """Load and lint each rubric file of ``paths``; raises what loading one raises (InputError)."""
+    rubrics: list[str] = []
+    findings: list[Finding] = []
+    validated = {"predicates": 0, "argument schemas": 0, "diff path patterns": 0}
+    axes = 0
+    for path in paths:
+        rubric = load_rubric(path)
+        rubrics.append(rubric.ref)
+        axes += len(axes_of(rubric))
+        for kind, n in _validated(rubric).items():
+            validated[kind] += n
+        findings += lint_rubric(rubric, path, compose(path), read_text(path))
+    return LintReport(files=len(paths), rubrics=rubrics, axes=axes, validated=validated, findings=findings)

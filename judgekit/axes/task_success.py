@@ -143,6 +143,15 @@ class TaskSuccess(Axis):
         failed = [c.check for c in result.checks if not c.passed]
         return "FAIL " + ", ".join(failed[:2]) + ("..." if len(failed) > 2 else "")
 
+    def headline(self, result: TaskSuccessResult) -> str:
+        """PASS, or FAIL and the first failed check (+N: how many more failed)."""
+        if result.passed:
+            return "PASS"
+        failed = [c.check for c in result.checks if not c.passed]
+        if not failed:
+            return "FAIL"
+        return f"FAIL {failed[0]}" + (f" +{len(failed) - 1}" if len(failed) > 1 else "")
+
     def empty(self, criteria: TaskSuccessCriteria) -> list[str]:
         checks = (criteria.preconditions, criteria.postconditions, criteria.side_effects, criteria.max_latency_s,
                   criteria.required_outputs)

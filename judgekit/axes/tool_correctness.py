@@ -181,8 +181,11 @@ class ToolCorrectness(Axis):
     def score(self, criteria: ToolCorrectnessCriteria, trajectory: Trajectory, world: WorldState) -> ToolCorrectnessResult:
         return score_tool_correctness(criteria, trajectory, world)
 
+    def headline(self, result: ToolCorrectnessResult) -> str:
+        return f"{result.score:.2f} ({result.points}/{result.max_points})"
+
     def describe(self, result: ToolCorrectnessResult) -> str:
-        text = f"{result.score:.2f} ({result.points}/{result.max_points})"
+        text = self.headline(result)
         lost = [item.point for item in result.items if not item.earned]
         if lost:
             text += " lost: " + ", ".join(lost[:2]) + ("..." if len(lost) > 2 else "")

@@ -1,6 +1,7 @@
 """judgekit's exit codes, one set for the CLI and ``judgekit.finish`` (imports nothing, so the
 CLI's start-up pays nothing for it), and what each means (``MEANINGS``: the documentation's
-exit-code table is generated from it).
+exit-code table and the "Exit codes" of ``judgekit --help`` and ``judgekit run --help`` are
+generated from it).
 
 CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
 """
@@ -16,7 +17,8 @@ MEANINGS: dict[int, str] = {
     EXIT_OK: "ok (and the gate passed, when one was asked for)",
     EXIT_GATE_FAILED: "the gate failed, the comparison flagged or failed, or calibration refused a judge: "
                       "the measurement says no",
-    EXIT_INPUT: "usage or input error: a bad file, flag or setting, named with its place",
+    EXIT_INPUT: "usage or input error: a bad file, flag or setting, named with its place, or a trajectory "
+                "that could not be scored",
     EXIT_INTERNAL: "internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)",
     EXIT_STOP_SHIP: "stop shipping: `judgekit safety` found an open stop-ship signal",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C or SIGTERM): the command did not finish, and nothing half-written is left",

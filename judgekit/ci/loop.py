@@ -9,10 +9,11 @@ as one call a nightly job, the pytest plugin or a notebook can make too::
     record = judgekit.run_suite("examples/email-update")
     outcome = judgekit.finish(record, history=".judgekit/history.sqlite", policy=judgekit.ComparePolicy(),
                               reports=judgekit.Reports(markdown="summary.md"))
+    print(outcome.status)       # GREEN or RED, and why: the line `judgekit run` ends with
     raise SystemExit(outcome.exit_code)
 
-Exit codes (the CLI's): 0 ok, 1 the gate failed (when it counts) or the comparison flagged or
-failed, 2 some trajectory could not be scored (bad input; it wins over 1).
+Exit codes (the CLI's, ``judgekit.ci.exit_codes``): 0 ok, 1 the gate failed (when it counts) or
+the comparison flagged or failed, 2 some trajectory could not be scored (bad input; it wins over 1).
 """
 
 from __future__ import annotations
@@ -79,6 +80,55 @@ class Outcome:
     @property
     def passed(self) -> bool:
         return self.exit_code == EXIT_OK
+
+    @property
+    def green(self) -> bool:
+        """Green as the history records a run: its gate passed and its comparison (when it was
+        compared) did not fail, whether or not the gate counts in the exit code."""
+        return (self.gate is not None and self.gate.passed
+                and (self.comparison is None or self.comparison.passed))
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the run is not green, each its own sentence: the gate's shortfalls, then the
+        comparison's (empty when it is green)."""
+        reasons = []
+        if self.gate is None:
+            reasons.append("gate: not decided for this run")
+        else:
+            reasons += [f"gate: {why}" for why in self.gate.reasons]
+            reasons += [f"gate: {axis.axis}: {why}" for axis in self.gate.axes for why in axis.reasons]
+        if self.comparison is not None:
+            reasons += [f"compare: {why}" for why in self.comparison.reasons]
+        return reasons
+
+    @property
+    def status(self) -> str:
+        """The run in one line: GREEN or RED and why (the gate's shortfalls, the comparison's
+        reasons and flags), and what the exit code makes of it when that is not plain: a red
+        gate that does not count (``gate=False``), bad input (exit 2). The line ``judgekit run``
+        ends with; what green means is ``green``."""
+        said = ["the gate passed", _compared(self.comparison)] if self.green else self.reasons
+        c = self.comparison
+        advisory = [a.axis for a in c.axes if a.flagged and a.advisory] if c is not None else []
+        if advisory:
+            said.append(f"flagged but advisory (not gating): {', '.join(advisory)}")
+        head = "GREEN" if self.green else "RED"
+        if self.exit_code == EXIT_INPUT:
+            head += f" (exit {EXIT_INPUT}: {self.meaning})"
+        elif not self.green and self.exit_code == EXIT_OK:
+            head += " (not gated: exit 0)"
+        return head + ": " + "; ".join(part for part in said if part)
+
+
+def _compared(comparison: Comparison | None) -> str:
+    """What a passed comparison rests on, in a few words ('' when there was none)."""
+    if comparison is None:
+        return ""
+    if comparison.baseline is None:
+        return f"no baseline ({comparison.baseline_source}): nothing compared"
+    source, run_id = comparison.baseline_source, comparison.baseline.run_id
+    return f"no gating axis dropped against {source if run_id in source else f'{run_id} ({source})'}"
 
 
 def compare_with_baseline(rows, history: History | None, baseline: str, policy: ComparePolicy, *, suite=None

@@ -9,12 +9,12 @@ from __future__ import annotations
 import click
 
 from judgekit.cli import batch_cmd, calibration_cmd, commands, export_cmd, label_cmd, loop_cmd, safety_cmd
-from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, handle_errors
+from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, ExitCodesGroup, handle_errors
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "handle_errors", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ExitCodesGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="judgekit-agents", prog_name="judgekit")
 @click.pass_context
 @handle_errors
@@ -26,14 +26,6 @@ def main(ctx: click.Context) -> None:
 
     Defaults for SUITE, --history and --cache-dir may be set in a [tool.judgekit] table, in the
     nearest pyproject.toml holding one (paths relative to it); the command line wins.
-
-    \b
-    Exit codes:
-      0 ok
-      1 the gate failed, the comparison flagged or failed (or calibration refused a judge)
-      2 usage or input error
-      3 internal error
-      130 interrupted (Ctrl-C or SIGTERM)
     """
     _terminate_as_interrupt()
     if ctx.default_map is None:  # one given by a host program calling ``main`` stands

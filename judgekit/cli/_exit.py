@@ -1,6 +1,7 @@
 """Exit codes, and the wrapper that turns every error into one line and its code.
 
-The codes and what each means: ``judgekit.ci.exit_codes`` (``MEANINGS``).
+The codes and what each means: ``judgekit.ci.exit_codes`` (``MEANINGS``); ``ExitCodesHelp``
+lists them in a command's ``--help`` (generated from that table, never retyped).
 """
 
 from __future__ import annotations
@@ -13,8 +14,30 @@ from functools import wraps
 import click
 
 from judgekit.ci.exit_codes import (  # noqa: F401 - the CLI's commands import them from here
-    EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP,
+    EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP_SHIP, MEANINGS,
 )
+
+
+def format_exit_codes(formatter: click.HelpFormatter) -> None:
+    """An "Exit codes" section of a command's help: every code of ``MEANINGS``, with its meaning."""
+    with formatter.section("Exit codes"):
+        formatter.write_dl([(str(code), meaning) for code, meaning in MEANINGS.items()])
+
+
+class ExitCodesHelp(click.Command):
+    """A command whose ``--help`` ends with every exit code (after the options)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_exit_codes(formatter)
+        super().format_epilog(ctx, formatter)
+
+
+class ExitCodesGroup(click.Group):
+    """A command group whose ``--help`` ends with every exit code (after its commands)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        format_exit_codes(formatter)
+        super().format_epilog(ctx, formatter)
 
 
 def handle_errors(func):

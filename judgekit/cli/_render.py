@@ -1,15 +1,14 @@
-"""What commands print: run results (JSON Lines for machines, a table for people), agreement
-reports, the gate. Imports nothing heavy at module level: the CLI starts fast."""
+"""What commands print: run results (JSON Lines for machines; the table for people is
+``_render_table``), the ledger, agreement reports, the gate, the comparison. Imports nothing
+heavy at module level: the CLI starts fast."""
 
 from __future__ import annotations
 
-import io
-import shutil
 import sys
-
 from typing import TYPE_CHECKING
 
-from judgekit.cli._out import one_line, say, say_json, say_rendered
+from judgekit._util.text import change_text
+from judgekit.cli._out import one_line, say, say_json
 
 if TYPE_CHECKING:
     from judgekit.results import TrajectoryResult
@@ -20,70 +19,6 @@ def print_jsonl(result: TrajectoryResult) -> None:
     sys.stdout.flush()
 
 
-def _cell(result) -> str:
-    if result is None:
-        return "-"
-    if result.status == "unscored":
-        return f"UNSCORED ({result.unscored_reason})"
-    if result.status != "scored":
-        return result.status.upper()
-    from judgekit.axes.table import axis_named
-
-    return axis_named(result.axis).describe(result)
-
-
-class TablePrinter:
-    """The run as a table for people: the first ``max_rows`` trajectories (a screenful; the
-    rest are counted, and are all in ``--format jsonl`` or the ``--out`` record), then a line
-    per axis from the record's summary."""
-
-    def __init__(self, max_rows: int = 40):
-        self.max_rows = max_rows
-        self.rows: list = []
-        self.seen = 0
-
-    def add(self, result: TrajectoryResult) -> None:
-        self.seen += 1
-        if len(self.rows) < self.max_rows:
-            self.rows.append((result.trajectory_id, result.rubric, dict(result.axes)))
-
-    def print(self, record) -> None:
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-
-        # Every cell is escaped and taken as plain text (never rich markup): ids and check names
-        # come from files judgekit did not write. Rendered to text first, so it is masked as well.
-        table = Table(title=Text(one_line(f"{record.suite}: {self.seen} trajectories")))
-        table.add_column("trajectory")
-        table.add_column("rubric")
-        axes = list(record.summary)
-        for axis in axes:
-            table.add_column(axis)
-        for trajectory_id, rubric, results in self.rows:
-            cells = [trajectory_id, rubric, *(_cell(results.get(axis)) for axis in axes)]
-            table.add_row(*(Text(one_line(cell)) for cell in cells))
-        buffer = io.StringIO()
-        terminal = sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if terminal else None
-        console = Console(file=buffer, soft_wrap=False, force_terminal=terminal, width=width)
-        console.print(table)
-        say_rendered(buffer.getvalue())
-        if self.seen > len(self.rows):
-            say(f"... {self.seen - len(self.rows)} more trajectories not shown (all of them: --format jsonl, or --out)")
-        for axis, summary in record.summary.items():
-            parts = [f"{summary.scored} scored"]
-            if summary.passed is not None:
-                parts.append(f"{summary.passed} passed")
-            if summary.mean_score is not None:
-                parts.append(f"mean {summary.mean_score:.3f}")
-            if summary.unscored:
-                parts.append(f"{summary.unscored} unscored")
-            if summary.errors:
-                parts.append(f"{summary.errors} could not be scored")
-            say(f"{axis}: " + ", ".join(parts))
-
-
 def print_ledger(ledger) -> None:
     data = ledger.as_dict()
     unpriced = data["calls_without_cost"]
@@ -91,10 +26,10 @@ def print_ledger(ledger) -> None:
     if unpriced:
         cost = "unknown" if not data["cost_usd"] else f"{cost} + unknown for {unpriced} call(s)"
     failed = ", ".join(f"{reason} {n}" for reason, n in data["failed_attempts"].items())
-    unscored = ", ".join(f"{k} {v}" for k, v in data["unscored"].items()) or "none"
+    # What the judge did and cost; its unscored results are counted once, on their axis's line.
     say(
         f"judge: {data['calls']} call(s), {data['cache_hits']} cache hit(s), "
-        f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}, unscored: {unscored}"
+        f"{data['prompt_tokens'] + data['completion_tokens']} tokens, cost {cost}"
         + (f", failed attempts: {failed}" if failed else ""),
         err=True,
     )
@@ -251,7 +186,7 @@ def print_comparison(comparison, *, err: bool = False) -> None:
         if axis.mean is not None:
             parts.append(f"mean {axis.mean:.3f}")
         if axis.baseline_mean is not None:
-            change = f"{-100 * axis.relative_drop:+.1f}%" if axis.relative_drop is not None else "n/a"
+            change = change_text(axis.relative_drop)
             parts.append(f"baseline {axis.baseline_mean:.3f} ({change})")
         if axis.test is not None:
             parts.append(f"p={axis.test.p_value:.3g} [{axis.test.ci_low:+.3f}, {axis.test.ci_high:+.3f}]")

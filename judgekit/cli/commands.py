@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from judgekit.cli._exit import EXIT_INPUT, AxisChoice, handle_errors
+from judgekit.cli._exit import EXIT_INPUT, AxisChoice, ExitCodesHelp, handle_errors
 from judgekit.cli._out import one_line, say, say_json
 from judgekit.cli._prepare import prepare_out, suite_inputs
 from judgekit.cli.loop_cmd import (
@@ -24,7 +24,7 @@ from judgekit.importers import importer_names
 from judgekit.schemas import SCHEMA_NAMES
 
 
-@click.command()
+@click.command(cls=ExitCodesHelp)
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the run record (JSON) here.")
 @click.option(
@@ -65,12 +65,13 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     history by default) and recorded in the history; it is green when its gate passed and the
     comparison did not fail. --junit, --markdown and --html write the reports.
 
-    Exit codes: 0 ok, 1 the gate failed (with --gate) or the comparison flagged or failed (with
-    --compare), 2 an input error (some trajectory could not be scored, or a bad flag or file),
-    3 internal error. The gate is decided even when some trajectories could not be scored.
+    The last line says GREEN or RED and why (the gate's shortfalls, the comparison's reasons),
+    with or without --gate: RED fails the command (exit 1) only with --gate or when the
+    comparison fails. The gate is decided even when some trajectories could not be scored.
     """
     from judgekit.ci.loop import Reports, finish
-    from judgekit.cli._render import TablePrinter, print_jsonl, print_ledger, progress_factory
+    from judgekit.cli._render import print_jsonl, print_ledger, progress_factory
+    from judgekit.cli._render_table import TablePrinter
     from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
     from judgekit.run import RunOptions, run_suite
@@ -105,13 +106,12 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
         return
     policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline) if do_compare else None
     history = open_history(history_path, create=True) if (do_compare or do_record) else None
-    table = TablePrinter() if fmt == "table" else None
+    printer = TablePrinter()  # the table (--format table), the legend and per-axis lines (both formats)
     errors: list[tuple[str, str, str]] = []
 
     def on_result(result) -> None:
-        if table is not None:
-            table.add(result)
-        else:
+        printer.add(result)
+        if fmt == "jsonl":
             print_jsonl(result)
         for axis in result.axes.values():
             if axis.status == "error":
@@ -119,8 +119,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
 
     record = run_suite(loaded, options=options, on_result=on_result, keep_results=bool(reports), out=out,
                        keep_rows=history is not None)
-    if table is not None:
-        table.print(record)
+    printer.print(record, table=fmt == "table", err=fmt == "jsonl")  # stdout stays JSON Lines
     if record.ledger is not None:
         print_ledger(record.ledger)
     for trajectory_id, axis, error in errors[:MAX_ERRORS_SHOWN]:
@@ -136,6 +135,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
                      notify=_shown(history_path, err_only=fmt == "jsonl"))
     if history is not None:
         history.close()
+    say(one_line(outcome.status), err=fmt == "jsonl")
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
@@ -287,16 +287,18 @@ def rubric_check(paths: tuple[Path, ...], lock_path: Path) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @handle_errors
 def rubric_lint(paths: tuple[Path, ...]) -> None:
-    """Flag version-bound language, vague criteria and empty axes, each with file:line."""
-    from judgekit.axes.lint import lint_file
+    """Flag version-bound language, vague criteria and empty axes, each with file:line (PATHS
+    default: rubrics/); with none, say what was checked."""
+    from judgekit.axes.lint import lint_files
     from judgekit.suite import rubric_files
 
-    findings = [f for path in rubric_files(_rubric_paths(paths)) for f in lint_file(path)]
-    for finding in findings:
+    report = lint_files(rubric_files(_rubric_paths(paths)))
+    for finding in report.findings:
         say(one_line(str(finding)))
-    if findings:
-        say(f"{len(findings)} finding(s)", err=True)
+    if report.findings:
+        say(f"{len(report.findings)} finding(s)", err=True)
         sys.exit(EXIT_INPUT)
+    say(one_line(report.summary()))
 
 
 @rubric.command("schema")

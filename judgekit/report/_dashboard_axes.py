@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from judgekit.axes.table import AXES, axis_named
-from judgekit.report._dashboard_text import _e, _num, _pct, _td
+from judgekit.report._dashboard_text import _change, _e, _num, _pct, _td
 from judgekit.run.rows import FULL_MARKS
 
 
@@ -38,6 +38,16 @@ class _AxisView:
         if self.comparison is not None and self.comparison.advisory:
             return "advisory"
         return ""
+
+    @property
+    def gate_word(self) -> str:
+        """The gate on this axis in a word: 'advisory' when nothing of it gates (never pass or
+        fail: its value decides nothing), else 'pass' or 'fail'; '' when no gate was decided."""
+        if self.gate is None:
+            return ""
+        if self.gate.gating_n == 0 and self.gate.advisory:
+            return "advisory"
+        return "pass" if self.gate.passed else "fail"
 
     @property
     def flagged(self) -> bool:
@@ -86,7 +96,7 @@ def _cards(views: list[_AxisView]) -> str:
         gate = view.gate
         if gate is None:
             gate_line = "not gated"
-        elif gate.gating_n == 0 and gate.advisory:
+        elif view.gate_word == "advisory":
             gate_line = f"advisory: not gating (advisory value {_num(gate.advisory_value)})"
         else:
             word = "passes" if gate.passed else "fails"
@@ -94,8 +104,7 @@ def _cards(views: list[_AxisView]) -> str:
         change = ""
         c = view.comparison
         if c is not None and c.relative_drop is not None:
-            arrow = "▼" if c.relative_drop > 0 else ("▲" if c.relative_drop < 0 else "=")
-            change = (f'<div class="change">{arrow} {abs(100 * c.relative_drop):.1f}% vs baseline '
+            change = (f'<div class="change">{_change(c.relative_drop)} vs baseline '
                       f'{_num(c.baseline_mean)}{" — FLAGGED" if c.flagged else ""}</div>')
         cards.append(
             f'<div class="card {view.state}" data-axis="{_e(view.name)}"><div class="name">{_e(view.name)}'
@@ -116,8 +125,11 @@ def _axes_table(data, views: list[_AxisView]) -> str:
         if c is not None and c.test is not None:
             t = c.test
             test = f"{t.method.replace('_', ' ')} p={t.p_value:.3g}, Δ in [{t.ci_low:+.3f}, {t.ci_high:+.3f}]"
-        gate = v.gate
-        gate_text = "—" if gate is None else ("pass" if gate.passed else "FAIL: " + _e("; ".join(gate.reasons)))
+        word = v.gate_word
+        if word == "fail":
+            gate_text = "FAIL: " + _e("; ".join(v.gate.reasons))
+        else:
+            gate_text = {"": "—", "advisory": "advisory (not gating)", "pass": "pass"}[word]
         rows.append(
             f'<tr class="{v.state}"><th scope="row">{_e(v.name)}</th>'
             + _td(v.name, "mean", _num(v.mean), v.mean)
@@ -126,18 +138,20 @@ def _axes_table(data, views: list[_AxisView]) -> str:
             + _td(v.name, "unscored", str(s.unscored if s else 0), s.unscored if s else 0)
             + _td(v.name, "errors", str(s.errors if s else 0), s.errors if s else 0)
             + _td(v.name, "baseline_mean", _num(c.baseline_mean if c else None), c.baseline_mean if c else None)
-            + _td(v.name, "drop_pct", "—" if drop is None else f"{100 * drop:+.1f}%",
-                  None if drop is None else 100 * drop, "bad" if v.flagged else "")
+            + _td(v.name, "change_pct", _change(drop), None if drop is None else round(-100 * drop, 6),
+                  "bad" if v.flagged else "")
             + _td(v.name, "flagged", flag_text, "yes" if v.flagged else "no", "bad" if v.flagged else "")
             + _td(v.name, "test", _e(test) or "—")
-            + _td(v.name, "gate", gate_text, "pass" if gate is not None and gate.passed else "fail")
+            + _td(v.name, "gate", gate_text, word or None)
             + _td(v.name, "advisory", _e(v.advisory) or "gating", v.advisory or "gating")
             + "</tr>"
         )
     head = ("<tr><th>axis</th><th>mean score</th><th>pass rate / full marks</th><th>scored</th><th>unscored</th>"
-            "<th>errors</th><th>baseline mean</th><th>drop</th><th>flagged</th><th>paired test</th><th>gate</th>"
+            "<th>errors</th><th>baseline mean</th><th>change</th><th>flagged</th><th>paired test</th><th>gate</th>"
             "<th>gating?</th></tr>")
-    note = ('<p class="note">Drop is relative to the baseline mean over the trajectories both runs scored '
-            '(positive: worse). Unscored and error results are never pass or fail.</p>')
+    note = ('<p class="note">Change: of the mean, relative to the baseline mean over the trajectories both runs '
+            'scored; a drop is negative (▼). An advisory axis (its judge is not approved) is shown, never '
+            'gating: its gate says advisory, not pass or fail. Unscored and error results are never pass or '
+            'fail.</p>')
     return (f'<section id="axes"><h2>Axes</h2><div class="scroll"><table id="axis-table">'
             f'<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>{note}</section>')

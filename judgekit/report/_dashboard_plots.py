@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from judgekit.report._dashboard_axes import _AxisView
-from judgekit.report._dashboard_text import _e, _num, _plain
+from judgekit.report._dashboard_text import _change, _e, _num, _plain
 from judgekit.run.rows import FULL_MARKS
 
 PASS, FAIL, GREY, AMBER = "#1a7f37", "#cf222e", "#8c959f", "#bc4c00"
@@ -58,6 +58,13 @@ def _plots(data, views: list[_AxisView]) -> str:
 
 
 def _trend_plot(data, views: list[_AxisView]) -> str:
+    figure = _trend_figure(data, views)
+    return figure if isinstance(figure, str) else _svg(figure, "plot-trend")
+
+
+def _trend_figure(data, views: list[_AxisView]):
+    """The trend: a panel per axis, its mean run by run, green builds filled; its legend below
+    the panels, never over the data. A note (text) instead when there is nothing to draw."""
     runs = list(reversed(data.trend))  # oldest first
     if len(runs) == 1:
         return ('<p class="note">Only one run of this suite in the history: a trend needs two. Each run recorded '
@@ -91,15 +98,21 @@ def _trend_plot(data, views: list[_AxisView]) -> str:
         ax.set_ylabel("mean")
         title = _plain(view.name) + (" (advisory)" if view.advisory else "")
         if view.flagged:
-            title += f" — FLAGGED: down {100 * view.comparison.relative_drop:.1f}%"
+            title += f" — FLAGGED: {_change(view.comparison.relative_drop)}"
         ax.set_title(title, loc="left", color=FAIL if view.flagged else "black")
         ax.grid(axis="y", color="#d0d7de", lw=0.5)
-    panels[0].legend(loc="lower left", fontsize=8, frameon=False, ncol=2)
+    shown = {}
+    for ax in panels:  # each kind of point once, whichever panel has it
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            shown.setdefault(label, handle)
+    if shown:
+        fig.legend(list(shown.values()), list(shown), loc="outside lower center", fontsize=8, frameon=False,
+                   ncol=len(shown))
     panels[-1].set_xlabel("run, oldest to newest (dotted line: this run)")
     from matplotlib.ticker import MaxNLocator
 
     panels[-1].xaxis.set_major_locator(MaxNLocator(integer=True, nbins=10))
-    return _svg(fig, "plot-trend")
+    return fig
 
 
 def _drops_plot(data, views: list[_AxisView]) -> str:
@@ -119,8 +132,8 @@ def _drops_plot(data, views: list[_AxisView]) -> str:
     ax.axvline(0, color="black", lw=0.8)
     span = max([abs(x) for x in changes] + [100 * limit]) * 1.35 + 1
     ax.set_xlim(-span, span)
-    for y, (x, v) in enumerate(zip(changes, compared[::-1])):
-        label = f"{x:+.1f}%  ({_num(v.comparison.baseline_mean)} → {_num(v.comparison.mean)})"
+    for y, v in enumerate(compared[::-1]):
+        label = f"{_change(v.comparison.relative_drop)}  ({_num(v.comparison.baseline_mean)} → {_num(v.comparison.mean)})"
         if v.flagged:
             label += "  FLAGGED"
         ax.text(0.02 * span, y, label, va="center", ha="left", fontsize=8, color=FAIL if v.flagged else "black")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from judgekit._util.text import printable, redact
+from judgekit._util.text import change_text, printable, redact
 
 MAX_TEXT = 2000
 """Characters of one text from a record (a claim, a quote, a reason) shown before it is cut."""
@@ -32,6 +32,12 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _change(relative_drop: float | None) -> str:
+    """A change against the baseline as the page shows it (``change_text``: a drop is negative,
+    marked ▼), or a dash."""
+    return "—" if relative_drop is None else change_text(relative_drop)
 
 
 def _td(axis: str, name: str, text: str, value=None, cls: str = "") -> str:

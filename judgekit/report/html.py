@@ -223,7 +223,6 @@ def _ledger(ledger) -> str:
             ("prompt tokens", ledger.prompt_tokens), ("completion tokens", ledger.completion_tokens),
             ("cost", cost), ("calls of unknown cost", ledger.calls_without_cost)]
     rows += [(f"failed attempts: {why}", n) for why, n in ledger.failed_attempts.items()]
-    rows += [(f"unscored: {why}", n) for why, n in ledger.unscored.items()]
     rows += [(f"cache refused: {why}", n) for why, n in ledger.cache_refused.items()]
     if ledger.cache_withheld:
         rows.append(("verdicts not cached (held a secret)", ledger.cache_withheld))

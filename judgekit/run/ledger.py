@@ -31,7 +31,11 @@ class Ledger(BaseModel):
                        "got no reply (a provider may bill a request that timed out).")
     failed_attempts: dict[str, int] = Field(
         default_factory=dict, description="Attempts that got no usable reply, by why ('timeout', 'provider_error').")
-    unscored: dict[str, int] = Field(default_factory=dict, description="Unscored reason -> verdicts.")
+    unscored: dict[str, int] = Field(
+        default_factory=dict,
+        description="Unscored reason -> judge verdicts with no valid answer (the judge's own failures). A result "
+                    "an axis makes unscored from a valid answer (no_claims) is not one: the run's unscored "
+                    "results are counted in its summary.")
 
     @property
     def tokens(self) -> int:

@@ -647,9 +647,14 @@ def test_exit_codes(tmp_path, fail_every, axis_error, args, code):
     if axis_error:
         assert "judgekit: error: t1 task_success: " in result.stderr and "missing.json: file not found" in result.stderr
         assert invoke("gate", out).exit_code == 1  # the record keeps the error; the gate counts it against the axis
+    shown = result.stderr if "jsonl" in args else result.stdout  # beside JSON Lines, the gate goes to stderr
+    lines = shown.rstrip().splitlines()
     if "--gate" in args:  # decided and shown even when some trajectory could not be scored
-        shown = result.stderr if "jsonl" in args else result.stdout  # beside JSON Lines, the gate goes to stderr
-        assert shown.rstrip().endswith("gate: PASSED" if code == 0 else "gate: FAILED")
+        assert lines[-2] == ("gate: PASSED" if code == 0 else "gate: FAILED")
+    if "--concurrency" not in args:  # a run that ran ends with its status, gated or not
+        assert lines[-1].startswith("GREEN: the gate passed" if fail_every is None and not axis_error else "RED")
+        assert lines[-1].startswith("RED (not gated: exit 0)") == (code == 0 and fail_every is not None)
+        assert lines[-1].startswith(f"RED (exit 2: ") == (code == 2)
 
 
 # --- 4. streaming output -------------------------------------------------------------------------
@@ -659,13 +664,14 @@ def test_the_table_shows_40_of_100_and_counts_the_rest(tmp_path):
     suite = make_suite(tmp_path / "s", 100, fail_every=3)
     result = invoke("run", suite)
     assert result.exit_code == 0, result.output
-    rows = [re.match(r"\W*(t\d+)\s", text).group(1) for text in result.stdout.splitlines() if "plan-change@1.0.0" in text]
+    rows = [found.group(1) for text in result.stdout.splitlines() if (found := re.match(r"\W*(t\d+)\s", text))]
     assert rows == [f"t{i}" for i in range(40)]
-    assert "records: 100 trajectories" in result.stdout
-    tail = result.stdout.splitlines()[-3:]
+    assert "records: 100 trajectories, rubric plan-change@1.0.0" in result.stdout  # one rubric: said once
+    tail = result.stdout.splitlines()[-4:]
     assert tail == ["... 60 more trajectories not shown (all of them: --format jsonl, or --out)",
                     "task_success: 100 scored, 66 passed, mean 0.660",
-                    "tool_correctness: 100 scored, mean 1.000"]
+                    "tool_correctness: 100 scored, mean 1.000",
+                    "RED (not gated: exit 0): gate: task_success: pass rate 0.660 is below 1.0"]
 
 
 def test_jsonl_prints_every_result_in_suite_order(tmp_path):
