@@ -42,6 +42,8 @@ from judgekit.world.snapshot import (
 )
 
 ALARM_S = 10
+PROCESS_ALARM_S = 90
+"""Tests that start ``judgekit`` processes: three interpreter starts on a loaded machine."""
 PAGE = 4096
 
 
@@ -566,10 +568,11 @@ def _judgekit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.run(
         [sys.executable, "-m", "judgekit", *args], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=ALARM_S - 1, preexec_fn=_limited_memory, check=False,
+        timeout=PROCESS_ALARM_S - 10, preexec_fn=_limited_memory, check=False,
     )
 
 
+@pytest.mark.alarm(PROCESS_ALARM_S)
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero on this system")
 def test_dev_zero_is_refused_not_read(tree):
     suite, _ = tree
