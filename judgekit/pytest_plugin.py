@@ -21,11 +21,11 @@ passes or fails as ``judgekit run --gate`` does:
   full marks, reported as an expected failure (xfail) with what it lost, since the gate reads
   the axis's pass rate or mean, not each trajectory; skipped with the reason when its verdict is
   unscored or its judge advisory (not approved by calibration); an error when the axis could not
-  be scored (bad input, which ``judgekit run`` exits 2 on).
+  be scored (bad input, which ``judgekit run`` exits 2 on) or its judge never answered (an
+  outage fails the session even where the judge is advisory and the gate would not read it).
 
 With ``--judgekit-strict`` (or ``judgekit_strict = true`` in the configuration) each trajectory
-item is strict as well: one short of a pass or of full marks fails, and a judge that never
-answered is an error.
+item is strict as well: one short of a pass or of full marks fails.
 
 With ``--judgekit-history PATH`` each suite's run is also recorded in that run history and
 compared with the suite's last green run there, as ``judgekit run --compare`` does (through
@@ -60,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "last green run there; a suite.yaml::compare item fails when the comparison does.")
     group.addoption("--judgekit-strict", action="store_true", default=None, dest="judgekit_strict",
                     help="Fail each trajectory x axis item short of a pass or of full marks, besides the suite's "
-                         "gate item (default: they report, and only the gate fails, as `judgekit run --gate`).")
+                         "gate item (default: they are reported as xfail, and the gate item fails as "
+                         "`judgekit run --gate` does).")
     parser.addini("judgekit_strict", type="bool", default=False,
                   help="As --judgekit-strict: each trajectory x axis item fails short of a pass or of full marks.")
     parser.addini("judgekit_suites", type="linelist", default=[],
@@ -213,9 +214,9 @@ class AxisItem(pytest.Item):
         outcome = outcomes.get((self.trajectory_id, self.axis))
         if outcome is None:
             pytest.fail(f"the run record has no result for {self.trajectory_id!r} on {self.axis}", pytrace=False)
-        if outcome.kind == "error" and (not outcome.unanswered or _strict(self.config)):
-            pytest.fail(outcome.message, pytrace=False)  # bad input: `judgekit run` exits 2 on it too
-        if outcome.kind in ("skipped", "error"):  # an error here: the judge never answered, unscored to the gate
+        if outcome.kind == "error":  # bad input, or a judge that never answered: never a green skip
+            pytest.fail(outcome.message, pytrace=False)
+        if outcome.kind == "skipped":
             # Reported at the trajectory's line, not at this one, as a skip marker would be.
             try:
                 skip = pytest.skip.Exception(outcome.message, _use_item_location=True)

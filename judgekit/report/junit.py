@@ -63,9 +63,6 @@ class Outcome:
     score: float | None = None
     advisory: bool = False
     """The axis's judge is not approved: what gated (if anything) is the deterministic part."""
-    unanswered: bool = False
-    """An error because the judge never answered (``NO_ANSWER``), not because of the input: the
-    gate counts the verdict as unscored."""
 
 
 @dataclass
@@ -127,7 +124,7 @@ def _outcome(result, name: str, res, judges: _Judges) -> Outcome:
     if res.status == "unscored" and res.unscored_reason in NO_ANSWER:
         # The judge never answered: no verdict at all, so neither a skip nor advisory.
         return Outcome(tid, name, "error", f"error: the judge did not answer ({res.unscored_reason}): "
-                                           f"{res.error or 'no reply'}", unanswered=True)
+                                           f"{res.error or 'no reply'}")
     if reason is not None:
         fallback = axis.fallback_value(res)
         if fallback is None:
