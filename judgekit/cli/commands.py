@@ -219,10 +219,14 @@ class _ImportCommand(click.Command):
 def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> None:
     """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out.
 
-    The import is all or nothing: files appear in --out only when every record converted.
+    The import is all or nothing: files appear in --out only when every record converted. It
+    prints the files written, then (on stderr) the next step. A format that carries no criteria
+    writes a suite.yaml to fill in: it names the trajectories and leaves the rubric's id as
+    FILL-IN, which `judgekit run` refuses until you write one (a suite.yaml already in --out is
+    kept).
     """
     from judgekit._util.files import protect
-    from judgekit.importers import accepted_options, get_importer
+    from judgekit.importers import accepted_options, get_importer, next_step
 
     importer = get_importer(fmt)
     options = {"registered": registered.date() if registered else None, "draft_rubric": draft_rubric or None}
@@ -235,6 +239,9 @@ def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> N
         written = importer(src, out, **given)
     for path in written:
         say(one_line(str(path)))
+    step = next_step(importer, out)
+    if step is not None:
+        say(one_line(step), err=True)
 
 
 @click.group()

@@ -7,6 +7,7 @@ from judgekit.suite.model import (
     Budget,
     GatePolicy,
     LoadedSuite,
+    RUBRIC_PLACEHOLDER,
     SnapshotSettings,
     Suite,
     TrajectorySet,
@@ -15,5 +16,5 @@ from judgekit.suite.model import (
 from judgekit.rubric.model import load_rubrics, rubric_files
 from judgekit.suite.safety_policy import SafetyPolicy
 
-__all__ = ["ApprovalThresholds", "Budget", "GatePolicy", "LoadedSuite", "SafetyPolicy", "SnapshotSettings", "Suite",
+__all__ = ["RUBRIC_PLACEHOLDER", "ApprovalThresholds", "Budget", "GatePolicy", "LoadedSuite", "SafetyPolicy", "SnapshotSettings", "Suite",
            "TrajectorySet", "load_rubrics", "load_suite", "rubric_files"]
