@@ -299,8 +299,9 @@ def plan_question(loaded: LoadedSuite, trajectory_id: str, axis: str, *, overrid
         for planned in plan.judgements:
             if planned.axis == axis:
                 return planned.job
-        raise InputError(f"a run asks no judge about {trajectory_id!r} on {axis}: "
-                         f"{plan.items[0].axes[axis].error}", item.path, item.line)
+        # The axis could not be scored from its input: its error names the file that is wrong.
+        raise InputError(f"{plan.items[0].axes[axis].error} (so a run asks the judge nothing about "
+                         f"{trajectory_id!r} on {axis})")
     raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
 
 
