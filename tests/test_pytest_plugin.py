@@ -1,6 +1,6 @@
 """The pytest plugin, run as users run it: a pytest subprocess with the entry point loaded, on a
 copy of the example project, its judge a scripted server started here. Its items and its JUnit
-output (pytest's own --junitxml) against a run record made here; its pass or fail against
+output (pytest's own --junitxml) against the record of a `judgekit run` made here; its pass or fail against
 `judgekit run --gate`'s exit status; inert when not configured."""
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from test_judge_runner import MODEL, scripted_judge
 
 from judgekit.run.record import read_run
 from judgekit.run.rows import judge_fingerprint
-from judgekit.judge.resolve import JudgeOverride
-from judgekit.run import RunOptions, run_suite
 from judgekit.testing import ScriptedOpenAIServer
 
 pytest_plugins = ["pytester"]
@@ -79,8 +77,9 @@ VERBOSE_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL)\b", 
 
 
 def gate_run(suite: Path, server, cache: Path):
-    """`judgekit run SUITE --gate` with the scripted judge, in its own process (pytester
-    unloads what a test imported): its exit code and its record."""
+    """`judgekit run SUITE --gate` with the scripted judge, in its own process (pytester unloads
+    the modules a test imported first, and scipy and litellm refuse to be imported twice in a
+    process): its exit code and its record."""
     record = cache.parent / f"{cache.name}-run.jsonl"
     proc = subprocess.run([sys.executable, "-m", "judgekit", "run", str(suite), "--gate", "--out", str(record),
                            "--cache-dir", str(cache), "--judge-model", MODEL, "--judge-api-base", server.base_url],
@@ -91,8 +90,7 @@ def gate_run(suite: Path, server, cache: Path):
 
 def test_items_and_junit_match_the_run_record(project, pytester, server, tmp_path):
     """--judgekit-strict: each trajectory item passes, fails, skips or errs as the JUnit report says."""
-    record = run_suite(project / SUITE, options=RunOptions(
-        override=JudgeOverride(model=MODEL, api_base=server.base_url), cache_dir=tmp_path / "parent-cache"))
+    _, record = gate_run(project / SUITE, server, tmp_path / "parent-cache")
     expected = expected_outcomes(record)
     assert set(expected.values()) == {"passed", "failed", "skipped"}  # the example shows all three
     gate = "passed" if record.gate_report.passed else "failed"
