@@ -1,7 +1,7 @@
 """The pytest plugin, run as users run it: a pytest subprocess with the entry point loaded, on a
 copy of the example project, its judge a scripted server started here. Its items and its JUnit
-output (pytest's own --junitxml) against the record of a `judgekit run` made here; its pass or fail against
-`judgekit run --gate`'s exit status; inert when not configured."""
+output (pytest's own --junitxml) against the record of a `judgekit run` made here; its pass or
+fail against `judgekit run --gate`'s exit status; inert when not configured."""
 
 from __future__ import annotations
 
