@@ -35,6 +35,8 @@ _MODELS = {
     "safety-report": "judgekit.safety.scan:SafetyReport",
     # safety/risks/*.yaml: one residual-risk record (a waiver) per file.
     "residual-risk": "judgekit.safety.risks:RiskRecord",
+    # <cache>/batches/<batch id>.json: one provider batch (`judgekit batch`).
+    "batch-record": "judgekit.run.batch_record:BatchRecord",
 }
 SCHEMA_NAMES = tuple(_MODELS)
 

@@ -209,6 +209,8 @@ class Provenance(BaseModel):
     completion_tokens: int = 0
     cost_usd: float | None = Field(None, description="From litellm's offline cost map; None when unknown.")
     cache_hit: bool = False
+    batch_id: str | None = Field(
+        None, description="The provider batch that answered it (`judgekit batch collect`); None: asked online.")
     attempts: int = Field(0, description="Calls made for this verdict (0 on a cache hit).")
     latency_s: float = Field(
         0.0, description="Wall time of the calls for it, retries and backoff included; time queued for a free server slot is not."

@@ -1,5 +1,7 @@
 """examples/ci: the GitHub Actions workflows validate against SchemaStore's github-workflow
-schema (vendored in tests/data/schemas) and call judgekit with flags the real CLI has."""
+schema (vendored in tests/data/schemas), use judgekit's action (``action.yml``, tested in
+test_github_action.py) pinned to this release, and give it inputs that make a command line the
+real CLI accepts."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import hashlib
 import json
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +19,20 @@ import yaml
 from click.testing import CliRunner
 from jsonschema import Draft7Validator
 
+from judgekit.cli import github_action
 from judgekit.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "examples" / "ci"
 SCHEMA = ROOT / "tests" / "data" / "schemas" / "github-workflow.json"
 WORKFLOWS = {"push": CI / "judgekit.yml", "nightly": CI / "judgekit-nightly.yml"}
-ALLOWED_ACTIONS = {"actions/checkout@v4", "actions/setup-python@v5", "actions/cache/restore@v4",
-                   "actions/cache/save@v4", "actions/upload-artifact@v4"}
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+JUDGEKIT_ACTION = f"judgekit/judgekit@v{VERSION}"
+"""This repository's action at this release: it installs judgekit at its own version."""
+ALLOWED_ACTIONS = {"actions/checkout@v4", JUDGEKIT_ACTION}
 HISTORY = ".judgekit/history.sqlite"
-# The report flags every CI run passes; the nightly adds --no-cache.
-CI_FLAGS = ["--compare", "--history", "--junit", "--markdown", "--html", "--out"]
+# The flags every CI run passes (the action sets them); the nightly adds --no-cache.
+CI_FLAGS = ["--gate", "--compare", "--history", "--junit", "--markdown", "--html", "--out"]
 
 
 # --- reading a workflow as GitHub does ------------------------------------------------------------
@@ -74,7 +80,7 @@ def step_using(workflow: dict[str, Any], action: str) -> tuple[int, dict[str, An
     return found
 
 
-def judgekit_command(workflow: dict[str, Any], command: str = "run") -> tuple[int, list[str]]:
+def judgekit_command(workflow: dict[str, Any], command: str) -> tuple[int, list[str]]:
     """The step that runs ``judgekit COMMAND`` (once in the workflow), and its command line split
     as the shell would, with the workflow's ``env`` put in for its variables."""
     found = [(i, line) for i, s in enumerate(steps_of(workflow)) for line in s.get("run", "").splitlines()
@@ -83,6 +89,26 @@ def judgekit_command(workflow: dict[str, Any], command: str = "run") -> tuple[in
     for name, value in workflow.get("env", {}).items():
         line = line.replace(f'"${name}"', shlex.quote(str(value)))
     return index, shlex.split(line)
+
+
+def action_step(workflow: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    return step_using(workflow, JUDGEKIT_ACTION.split("@")[0])
+
+
+def action_inputs(workflow: dict[str, Any]) -> github_action.Inputs:
+    """The judgekit action's inputs in ``workflow`` as the action's run step reads them: its
+    ``with:`` (``${{ env.NAME }}`` from the workflow's env), else action.yml's defaults."""
+    declared = load_workflow(ROOT / "action.yml")["inputs"]
+    given = {name: spec.get("default", "") for name, spec in declared.items()}
+    for name, value in action_step(workflow)[1].get("with", {}).items():
+        assert name in declared, f"the action has no input {name!r}"
+        given[name] = re.sub(r"\$\{\{\s*env\.([A-Za-z_]+)\s*\}\}", lambda m: workflow["env"][m.group(1)], str(value))
+    return github_action.Inputs.read({variable: given[name] for name, variable in github_action.INPUTS.items()})
+
+
+def run_command_line(workflow: dict[str, Any]) -> list[str]:
+    """``judgekit run ...`` as the action runs it for ``workflow``."""
+    return ["judgekit", "run", *github_action.run_command(action_inputs(workflow))]
 
 
 # --- the schema -----------------------------------------------------------------------------------
@@ -140,49 +166,22 @@ def test_triggers():
 
 
 @pytest.mark.parametrize("name", list(WORKFLOWS))
-def test_only_pinned_well_known_actions(name):
+def test_only_pinned_well_known_actions_and_judgekits_at_this_release(name):
     workflow = load_workflow(WORKFLOWS[name])
     used = {s["uses"] for s in steps_of(workflow) if "uses" in s}
-    assert used <= ALLOWED_ACTIONS and {"actions/checkout@v4", "actions/setup-python@v5"} <= used
-    _, python = step_using(workflow, "actions/setup-python")
-    assert python["with"]["python-version"] == "3.11"
-    assert workflow["permissions"] == {"contents": "read"}
+    assert used == ALLOWED_ACTIONS  # setting up Python, the history cache and the uploads are the action's
+    checkout_at, _ = step_using(workflow, "actions/checkout")
+    assert checkout_at < action_step(workflow)[0]
+    wanted = {"contents": "read", "pull-requests": "write"} if name == "push" else {"contents": "read"}
+    assert workflow["permissions"] == wanted  # the push workflow comments on pull requests; the nightly never does
 
 
-@pytest.mark.parametrize("name", list(WORKFLOWS))
-def test_history_is_restored_before_and_saved_after_the_run(name):
-    workflow = load_workflow(WORKFLOWS[name])
-    run_at, args = judgekit_command(workflow)
-    restore_at, restore = step_using(workflow, "actions/cache/restore")
-    save_at, save = step_using(workflow, "actions/cache/save")
-    assert restore_at < run_at < save_at
-    assert restore["with"]["path"] == save["with"]["path"] == HISTORY == args[args.index("--history") + 1]
-    key = restore["with"]["key"]
-    assert save["with"]["key"] == key and "${{ github.run_id }}" in key  # a new entry per run, never a clash
-    [prefix] = restore["with"]["restore-keys"].split()
-    assert key.startswith(prefix) and "${{" not in prefix  # the newest saved history is restored
-    assert save["if"].startswith("always()")  # a red run is recorded too
-
-
-def test_pull_requests_compare_but_do_not_record():
-    _, save = step_using(load_workflow(WORKFLOWS["push"]), "actions/cache/save")
-    assert "github.event_name != 'pull_request'" in save["if"]
-
-
-@pytest.mark.parametrize("name", list(WORKFLOWS))
-def test_summary_and_reports_are_published_even_when_the_run_fails(name):
-    workflow = load_workflow(WORKFLOWS[name])
-    run_at, args = judgekit_command(workflow)
-    markdown = args[args.index("--markdown") + 1]
-    [(summary_at, summary)] = [(i, s) for i, s in enumerate(steps_of(workflow))
-                               if "GITHUB_STEP_SUMMARY" in s.get("run", "")]
-    assert summary["if"] == "always()" and summary_at > run_at
-    assert f'cat {markdown} >> "$GITHUB_STEP_SUMMARY"' in summary["run"]
-    upload_at, upload = step_using(workflow, "actions/upload-artifact")
-    assert upload["if"] == "always()" and upload_at > run_at
-    folder = upload["with"]["path"].rstrip("/")
-    for flag in ("--junit", "--markdown", "--html", "--out"):
-        assert Path(args[args.index(flag) + 1]).parent == Path(folder)  # every report is uploaded
+def test_both_workflows_share_one_history_in_the_actions_cache():
+    inputs = [action_inputs(load_workflow(path)) for path in WORKFLOWS.values()]
+    assert {i.history for i in inputs} == {HISTORY} and all(i.history_cache for i in inputs)
+    assert inputs[0].pr_comment  # on pull requests, the summary comment
+    names = {action_step(load_workflow(path))[1].get("with", {}).get("artifact-name") for path in WORKFLOWS.values()}
+    assert len(names) == 2  # two artifacts, told apart
 
 
 @pytest.mark.parametrize("name", list(WORKFLOWS))
@@ -191,8 +190,9 @@ def test_secrets_only_through_env(name):
     text = WORKFLOWS[name].read_text(encoding="utf-8")
     uses_of_secrets = re.findall(r"\$\{\{\s*secrets\.([A-Z_]+)\s*\}\}", text)
     assert uses_of_secrets  # the judge's key
+    assert "OPENAI_API_KEY" in action_step(workflow)[1]["env"]  # the action's steps see it through env
     for step in steps_of(workflow):
-        assert "secrets." not in step.get("run", "")  # never put into a command line
+        assert "secrets." not in step.get("run", "") and "secrets." not in json.dumps(step.get("with", {}))
         for variable, value in step.get("env", {}).items():
             if "secrets." in str(value):
                 assert value == f"${{{{ secrets.{variable} }}}}"
@@ -200,15 +200,13 @@ def test_secrets_only_through_env(name):
 
 
 # --- the judgekit command line against the real CLI -----------------------------------------------
-# These read the flags off `judgekit run` itself. They fail until judgekit/cli has every flag
-# the workflows use (--compare, --history, --junit, --markdown, --html, --out, --no-cache):
-# that failure is the point, not a test to skip.
+# These read the flags off `judgekit run` itself, for the command line the action builds from each
+# workflow's inputs.
 
 
 @pytest.mark.parametrize("name", list(WORKFLOWS))
 def test_run_help_lists_every_flag_the_workflow_uses(name):
-    _, args = judgekit_command(load_workflow(WORKFLOWS[name]))
-    assert args[:2] == ["judgekit", "run"]
+    args = run_command_line(load_workflow(WORKFLOWS[name]))
     flags = [a for a in args if a.startswith("--")]
     assert set(CI_FLAGS) <= set(flags) and ("--no-cache" in flags) == (name == "nightly")
     result = CliRunner().invoke(cli_main, ["run", "--help"])
@@ -220,32 +218,42 @@ def test_run_help_lists_every_flag_the_workflow_uses(name):
 @pytest.mark.parametrize("name", list(WORKFLOWS))
 def test_the_workflow_command_line_parses_with_the_real_cli(name):
     workflow = load_workflow(WORKFLOWS[name])
-    _, args = judgekit_command(workflow)
-    command = cli_main.commands["run"]
     try:
-        ctx = command.make_context("run", args[2:])  # parsed and type-checked, not run
-    except click.UsageError as exc:
+        _, params = github_action.checked_command(action_inputs(workflow))  # parsed and type-checked, not run
+    except github_action.InputError as exc:
         pytest.fail(f"judgekit run rejects the workflow's command line: {exc}")
-    assert ctx.params["suite"] == Path(workflow["env"]["JUDGEKIT_SUITE"])
-    assert ctx.params["do_compare"] is True and ctx.params["baseline"] == "last-green"  # the default baseline
-    assert ctx.params["history_path"] == Path(HISTORY)
-    assert ctx.params["no_cache"] is (name == "nightly")
+    assert params["suite"] == Path(workflow["env"]["JUDGEKIT_SUITE"])
+    assert params["do_compare"] is True and params["apply_gate"] is True
+    assert params["baseline"] == "last-green"  # the default baseline
+    assert params["history_path"] == Path(HISTORY)
+    assert params["no_cache"] is (name == "nightly")
 
 
 def test_the_nightly_spot_checks_the_judges_calibration_after_the_run():
     """The README's trust root: the nightly job re-asks a random sample of the recorded calibration
     questions (``calibrate --spot-check``), with the run's suite and judge key, even after a red run."""
     workflow = load_workflow(WORKFLOWS["nightly"])
-    run_at, run_args = judgekit_command(workflow)
+    run_at, action = action_step(workflow)
     check_at, args = judgekit_command(workflow, "calibrate")
-    run_step, step = steps_of(workflow)[run_at], steps_of(workflow)[check_at]
+    step = steps_of(workflow)[check_at]
     assert check_at > run_at and step["if"] == "always()"
-    assert step["env"] == run_step["env"]  # the judge's key, through env as every secret
+    assert step["env"] == action["env"]  # the judge's key, through env as every secret
     try:
         ctx = cli_main.commands["calibrate"].make_context("calibrate", args[2:])  # parsed and type-checked, not run
     except click.UsageError as exc:
         pytest.fail(f"judgekit calibrate rejects the workflow's command line: {exc}")
     suite = Path(workflow["env"]["JUDGEKIT_SUITE"])
-    assert ctx.params["suite"] == suite == Path(run_args[2])
+    assert ctx.params["suite"] == suite == Path(action_inputs(workflow).suite)
     assert ctx.params["spot_check_n"] >= 1 and "--seed" not in args  # a sample nobody can know in advance
     assert suite.parent / "calibration" in ctx.params["labels_path"].parents  # where calibrate keeps labels
+
+
+def test_the_readmes_command_line_is_the_one_the_action_runs():
+    """examples/ci/README.md shows what the action runs, for a workflow that does it by hand."""
+    text = (CI / "README.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"```sh\n(judgekit run .*?)\n```", text, re.S)
+    shown = shlex.split(block.replace("\\\n", " "))
+    defaults = {name: spec.get("default", "") for name, spec in load_workflow(ROOT / "action.yml")["inputs"].items()}
+    inputs = github_action.Inputs.read({variable: "$SUITE" if name == "suite" else defaults[name]
+                                        for name, variable in github_action.INPUTS.items()})
+    assert shown == ["judgekit", "run", *github_action.run_command(inputs)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from judgekit.cli import calibration_cmd, commands, export_cmd, label_cmd, loop_cmd, safety_cmd
+from judgekit.cli import batch_cmd, calibration_cmd, commands, export_cmd, label_cmd, loop_cmd, safety_cmd
 from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, handle_errors
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "handle_errors", "main"]
@@ -16,11 +16,16 @@ __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "handle
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="judgekit-agents", prog_name="judgekit")
-def main() -> None:
+@click.pass_context
+@handle_errors
+def main(ctx: click.Context) -> None:
     """Score AI-agent trajectories against pre-registered rubrics.
 
     Three independent axes: task success (from the world's end state), tool correctness
     (pre-registered points) and faithfulness (claims traced to evidence).
+
+    Defaults for SUITE, --history and --cache-dir may be set in a [tool.judgekit] table, in the
+    nearest pyproject.toml holding one (paths relative to it); the command line wins.
 
     \b
     Exit codes:
@@ -31,6 +36,12 @@ def main() -> None:
       130 interrupted (Ctrl-C or SIGTERM)
     """
     _terminate_as_interrupt()
+    if ctx.default_map is None:  # one given by a host program calling ``main`` stands
+        from pathlib import Path
+
+        from judgekit.cli._project import project_defaults
+
+        ctx.default_map = project_defaults(main, Path.cwd())
 
 
 def _terminate_as_interrupt() -> None:
@@ -51,6 +62,7 @@ COMMANDS = (
     commands.run, commands.diff, commands.schema, commands.import_, commands.rubric, commands.prompt, commands.cache,
     calibration_cmd.calibrate, calibration_cmd.agreement, calibration_cmd.gate_cmd, label_cmd.label,
     loop_cmd.compare_cmd, loop_cmd.report_cmd, loop_cmd.history_group, safety_cmd.safety, export_cmd.export,
+    batch_cmd.batch,
 )
 for _command in COMMANDS:
     main.add_command(_command)

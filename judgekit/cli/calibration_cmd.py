@@ -58,7 +58,8 @@ def _is_report(data) -> bool:
 @click.option("--judge-model", help="Calibrate this judge instead of the suite's.")
 @click.option("--judge-api-base")
 @click.option("--judge-api-key-env")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), show_default=True,
+              help="Verdict cache (default: [tool.judgekit] cache-dir, else the suite's cache_dir, else .judgekit/cache).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the agreement report(s) as JSON.")
 @handle_errors
 def calibrate(suite, labels_path, plan_only, expect_tpr, expect_tnr, prevalence, power, pilot, repeats, compare, seed,

@@ -36,7 +36,8 @@ from judgekit.schemas import SCHEMA_NAMES
 @click.option("--judge-api-key-env", help="Override the variable holding the judge's API key.")
 @click.option("--allow-floating", is_flag=True, help="Allow an unpinned judge model; verdicts say so.")
 @click.option("--concurrency", type=click.IntRange(1, 256), help="Judge calls in flight (default: suite's, 8).")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Verdict cache (default .judgekit/cache).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), show_default=True,
+              help="Verdict cache (default: [tool.judgekit] cache-dir, else the suite's cache_dir, else .judgekit/cache).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop judging cleanly past this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop judging cleanly past this cost.")

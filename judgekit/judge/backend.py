@@ -202,23 +202,7 @@ class LitellmBackend:
         """One reply, or CallFailed('timeout' | 'provider_error') after bounded attempts."""
         litellm = _litellm()
         max_attempts = max_attempts or self.max_attempts
-        kwargs: dict[str, Any] = {
-            "model": request.model,
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "seed": request.seed,
-            "max_tokens": request.max_tokens,
-            "timeout": request.timeout_s,
-            "num_retries": 0,  # we retry, so backoff and Retry-After are ours
-        }
-        if request.response_format is not None:
-            kwargs["response_format"] = request.response_format
-        if request.api_base:
-            kwargs["api_base"] = request.api_base
-        if request.api_key:
-            kwargs["api_key"] = request.api_key
-        if request.extra_body:
-            kwargs["extra_body"] = request.extra_body
+        kwargs = completion_kwargs(request)
 
         async def call():
             # A safety net over litellm's own timeout (no extra task, unlike wait_for).
@@ -300,32 +284,65 @@ class LitellmBackend:
                              (*failures, "provider_error")) from None
 
     def _reply(self, response: Any, failures: tuple[str, ...]) -> RawReply:
-        """The parts of a response judgekit reads, each checked: a server may send anything with
-        HTTP 200 (``"choices": []``, a number for content), and such a reply is that verdict's
-        provider_error, never a crash of the run."""
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or not choices:
-            raise CallFailed("provider_error", "malformed reply: it holds no choice", (*failures, "provider_error"))
-        message = getattr(choices[0], "message", None)
-        content = getattr(message, "content", None)
-        refusal = getattr(message, "refusal", None)
-        if message is None or not isinstance(content, str | None) or not isinstance(refusal, str | None):
-            raise CallFailed("provider_error", "malformed reply: its message is not text",
-                             (*failures, "provider_error"))
-        usage = getattr(response, "usage", None)
-        reported = getattr(response, "model", None)
-        finish_reason = getattr(choices[0], "finish_reason", None)
-        return RawReply(
-            content=content,
-            refusal=refusal,
-            reported_model=reported if isinstance(reported, str) else None,
-            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
-            completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
-            cost_usd=self._cost(response),
-            attempts=len(failures) + 1,
-            failures=failures,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        )
+        return reply_of(response, failures, self._cost)
+
+
+def completion_kwargs(request: CallRequest) -> dict[str, Any]:
+    """litellm's ``completion`` arguments for ``request``: its ``request_params`` and how to send
+    them (model as litellm names it, timeout, server, key; no retries: ours)."""
+    kwargs: dict[str, Any] = {"model": request.model, **request_params(request), "timeout": request.timeout_s,
+                              "num_retries": 0}  # we retry, so backoff and Retry-After are ours
+    if request.api_base:
+        kwargs["api_base"] = request.api_base
+    if request.api_key:
+        kwargs["api_key"] = request.api_key
+    if request.extra_body:
+        kwargs["extra_body"] = request.extra_body
+    return kwargs
+
+
+def request_params(request: CallRequest) -> dict[str, Any]:
+    """What a chat-completions request asks, besides its model: the messages, the sampling
+    parameters and the response format (an online call and a batch line send the same)."""
+    params: dict[str, Any] = {
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "max_tokens": request.max_tokens,
+    }
+    if request.response_format is not None:
+        params["response_format"] = request.response_format
+    return params
+
+
+def reply_of(response: Any, failures: tuple[str, ...] = (),
+             cost: Callable[[Any], float | None] = lambda response: None) -> RawReply:
+    """The parts of a chat completion judgekit reads, each checked: a server may send anything
+    with HTTP 200 (``"choices": []``, a number for content), and such a reply is that verdict's
+    provider_error (``CallFailed``), never a crash of the run. ``cost(response)`` prices it."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise CallFailed("provider_error", "malformed reply: it holds no choice", (*failures, "provider_error"))
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    refusal = getattr(message, "refusal", None)
+    if message is None or not isinstance(content, str | None) or not isinstance(refusal, str | None):
+        raise CallFailed("provider_error", "malformed reply: its message is not text",
+                         (*failures, "provider_error"))
+    usage = getattr(response, "usage", None)
+    reported = getattr(response, "model", None)
+    finish_reason = getattr(choices[0], "finish_reason", None)
+    return RawReply(
+        content=content,
+        refusal=refusal,
+        reported_model=reported if isinstance(reported, str) else None,
+        prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+        completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
+        cost_usd=cost(response),
+        attempts=len(failures) + 1,
+        failures=failures,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+    )
 
 
 def _count(value: Any) -> int:

@@ -78,19 +78,7 @@ async def _ask(job: JudgeJob, backend: Backend, connection: Connection | Callabl
         connection = direct_connection(job.judge)
     elif not isinstance(connection, Connection):
         connection = connection(job.judge)
-    answer_format, extra_body = job.request_format()
-    request = CallRequest(
-        model=job.judge.litellm_model,
-        messages=job.prompt.messages,
-        response_format=answer_format,
-        extra_body=extra_body,
-        temperature=spec.temperature,
-        seed=spec.seed,
-        max_tokens=spec.max_tokens,
-        timeout_s=spec.timeout_s,
-        api_base=connection.api_base,
-        api_key=connection.api_key,
-    )
+    request = call_request(job, connection)
     started = clock()
     attempts = prompt_tokens = completion_tokens = 0
     cost: float | None = 0.0
@@ -148,11 +136,30 @@ async def _ask(job: JudgeJob, backend: Backend, connection: Connection | Callabl
     return unscored(job, key, "parse_failure", problem, latency_s=latency(), **usage)
 
 
-def provenance(job: JudgeJob, key: str, **extra: Any) -> Provenance:
-    """A verdict's provenance for ``job`` under ``key``: its judge and rubric, judgekit's and
-    litellm's versions, when it was made, and ``extra`` (usage, latency, attempts)."""
+def call_request(job: JudgeJob, connection: Connection) -> CallRequest:
+    """The request that asks ``job`` through ``connection``: online, and line by line in a batch."""
+    spec = job.judge.spec
+    answer_format, extra_body = job.request_format()
+    return CallRequest(
+        model=job.judge.litellm_model,
+        messages=job.prompt.messages,
+        response_format=answer_format,
+        extra_body=extra_body,
+        temperature=spec.temperature,
+        seed=spec.seed,
+        max_tokens=spec.max_tokens,
+        timeout_s=spec.timeout_s,
+        api_base=connection.api_base,
+        api_key=connection.api_key,
+    )
+
+
+def provenance(job: JudgeJob | dict[str, Any], key: str, **extra: Any) -> Provenance:
+    """A verdict's provenance for ``job`` (or its ``identity_of``) under ``key``: its judge and
+    rubric, judgekit's and litellm's versions, when it was made, and ``extra`` (usage, latency,
+    attempts)."""
     return Provenance(
-        **identity_of(job),
+        **(job if isinstance(job, dict) else identity_of(job)),
         judgekit_version=__version__,
         litellm_version=litellm_version(),
         created_at=utc_now(),

@@ -24,14 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit.axes.table import axis_named
 from judgekit.cache.store import VerdictCache
+from judgekit.judge.target import JudgeTarget
 from judgekit.run.options import RunOptions
 from judgekit.run.options import cache_dir_of
-from judgekit.run.jobs import JudgeJob, differing_identity
-from judgekit.run.memo import look_up_by_fingerprint
-from judgekit.run.plan import Select, iter_plans
+from judgekit.run.plan import Select
+from judgekit.run.scan import Question, QuestionScan, scan_questions
 from judgekit.suite import Budget, LoadedSuite, load_suite
 
 Priced = Literal["litellm", "embedded", "unknown", "not needed"]
+BatchPriced = Literal["litellm batch price", "half the online price", "no batch API", "unknown", "not needed"]
 
 
 class JudgeEstimate(BaseModel):
@@ -55,6 +56,13 @@ class JudgeEstimate(BaseModel):
     prompt_cost_usd: float | None = Field(None, description="Cost of the prompt tokens; None: unknown.")
     cost_usd_max: float | None = Field(
         None, description="Upper bound on the cost (prompt + completion at max_tokens); None: unknown, never 0.")
+    batch_priced: BatchPriced = Field(
+        "not needed", description="How a provider batch (`judgekit batch submit`) would be priced: litellm's batch "
+        "prices, half the online price (the map has no batch price; providers charge about half), no batch API "
+        "(the judge cannot batch: why in batch_note), unknown, or not needed.")
+    batch_cost_usd_max: float | None = Field(
+        None, description="Upper bound on the cost through a provider batch; None: unknown or no batch API.")
+    batch_note: str | None = Field(None, description="Why this judge cannot batch, when it cannot.")
 
 
 class RunEstimate(BaseModel):
@@ -83,6 +91,9 @@ class RunEstimate(BaseModel):
     cost_usd_max: float | None = Field(None, description="Upper bound on the run's cost; None when any is unknown.")
     known_cost_usd_max: float = Field(0.0, description="Upper bound on the cost of the judges that could be priced.")
     unpriced: list[str] = Field(default_factory=list, description="Judges with questions to ask and no price.")
+    batch_cost_usd_max: float | None = Field(
+        None, description="Upper bound on the cost of the questions that can go to a provider batch, at batch "
+        "prices; None when any of them is unknown.")
     judges: list[JudgeEstimate] = Field(default_factory=list, description="Per judge, in model-pin order.")
     budget: Budget | None = Field(None, description="The run's budget (--budget-*, else the suite's).")
     over_budget: str | None = Field(None, description="How the upper bound exceeds the budget, if it does.")
@@ -96,7 +107,7 @@ class RunEstimate(BaseModel):
 # --- tokens and prices ----------------------------------------------------------------------------
 
 
-class _Pricer:
+class Pricer:
     """litellm's token counter and offline price map, imported on first use (seconds)."""
 
     def __init__(self):
@@ -124,6 +135,28 @@ class _Pricer:
                 self._prices[model] = None
         return self._prices[model]
 
+    def batch_per_token(self, model: str) -> tuple[tuple[float, float], bool] | None:
+        """((input, output) dollars per token in a provider batch, whether litellm's map priced
+        them) or None (unknown). Without batch prices in the map: half the online ones, as the
+        providers charge for their batch APIs."""
+        try:
+            info = self._lib().get_model_info(model)
+            found = (info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches"))
+        except Exception:  # noqa: BLE001 - litellm raises several kinds for a model it does not know
+            found = (None, None)
+        if all(isinstance(price, int | float) for price in found):
+            return (float(found[0]), float(found[1])), True
+        online = self.per_token(model)
+        return None if online is None else ((online[0] / 2, online[1] / 2), False)
+
+    def batch_cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """Prompt + completion cost in a provider batch (``batch_per_token``), or None: unknown."""
+        found = self.batch_per_token(model)
+        if found is None:
+            return None
+        (prompt, completion), _ = found
+        return prompt * prompt_tokens + completion * completion_tokens
+
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> tuple[float, float] | None:
         """(prompt cost, prompt + completion cost) from litellm's map, or None: unknown."""
         if self.per_token(model) is None:
@@ -138,10 +171,6 @@ class _Pricer:
 
 def _count(table: dict[str, int], key: str, n: int = 1) -> None:
     table[key] = table.get(key, 0) + n
-
-
-def _refused_kind(reason: str) -> str:
-    return reason.split(" (")[0]  # as the run's ledger counts them
 
 
 def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = None, *,
@@ -160,13 +189,12 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
         estimate.cache_exists = directory.exists()
         if estimate.cache_exists:
             store = VerdictCache(directory, read_only=True)
-    pricer = _Pricer()
+    pricer = Pricer()
     judges: dict[tuple[str, str], JudgeEstimate] = {}
-    seen: set[bytes] = set()
+    targets: dict[tuple[str, str], JudgeTarget] = {}
+    scan = QuestionScan()
     try:
-        plans = iter_plans(loaded, select=select, override=options.override, allow_floating=options.allow_floating,
-                           window=options.window)
-        for plan in plans:
+        for plan, questions in scan_questions(loaded, options, store, scan, select=select):
             estimate.trajectories += len(plan.items)
             for result in plan.items:
                 for name, res in result.axes.items():
@@ -175,67 +203,35 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
                         _count(estimate.deterministic[name], res.status)
                     elif res.status == "error":
                         _count(estimate.judge_input_errors, name)
-            answered = _by_fingerprint(plan.jobs, store, estimate)
-            fresh: dict[str, JudgeJob] = {}
             for judgement in plan.judgements:
                 _count(estimate.judged, judgement.axis)
-                digest = bytes.fromhex(judgement.job.key)
-                if digest not in seen:
-                    seen.add(digest)
-                    fresh[judgement.job.key] = judgement.job
-            _estimate_window(estimate, fresh, store, judges, pricer, answered)
+            _estimate_window(estimate, questions, judges, pricer, targets)
     finally:
         if store is not None:
             store.close()
+    estimate.cache_refused = dict(sorted(scan.refused.items()))
     estimate.deterministic = {axis: dict(sorted(counts.items())) for axis, counts in sorted(estimate.deterministic.items())}
     estimate.judges = [judges[key] for key in sorted(judges)]
-    _total(estimate, pricer)
+    _total(estimate, pricer, targets)
     return estimate
 
 
-def _by_fingerprint(jobs: list[JudgeJob], store: VerdictCache | None, estimate: RunEstimate) -> set[str]:
-    """The keys of the questions the cache's memo answers, found as the run finds them
-    (``look_up_by_fingerprint``), without rendering a prompt; each such job learns its key."""
-    lookup = look_up_by_fingerprint(jobs, store)
-    for reason in lookup.refused:
-        _count(estimate.cache_refused, _refused_kind(reason))
-    answered: set[str] = set()
-    for key, verdict, indexes in lookup.found:
-        if differing_identity(verdict, jobs[indexes[0]]):
-            continue  # looked up by its key next, and counted there
-        for index in indexes:
-            jobs[index].known_key = key
-        answered.add(key)
-    return answered
-
-
-def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: VerdictCache | None,
-                     judges: dict[tuple[str, str], JudgeEstimate], pricer: _Pricer, answered: set[str]) -> None:
-    """Count one window's new questions: cached (as the run would take them) or to ask.
-    ``answered``: keys the memo already found (their verdicts are not read again); the keys
-    found here are added to it."""
-    unread = {key: job for key, job in fresh.items() if key not in answered}
-    if store is not None and unread:
-        before = len(store.refused)
-        found = store.get_many([(key, job.axis) for key, job in unread.items()])
-        for _, reason in store.refused[before:]:
-            _count(estimate.cache_refused, _refused_kind(reason))
-        for key, verdict in found.items():
-            if differing_identity(verdict, unread[key]):
-                _count(estimate.cache_refused, "its provenance names another judge or rubric")
-            else:
-                answered.add(key)
-    for key, job in fresh.items():
+def _estimate_window(estimate: RunEstimate, questions: list[Question], judges: dict[tuple[str, str], JudgeEstimate],
+                     pricer: Pricer, targets: dict[tuple[str, str], JudgeTarget]) -> None:
+    """Count one window's new questions: cached (as the run would take them) or to ask."""
+    for question in questions:
+        key, job = question.key, question.job
         target = job.judge
         judge = judges.get((target.model_pin, target.endpoint))
         if judge is None:
+            targets[(target.model_pin, target.endpoint)] = target
             judge = judges[(target.model_pin, target.endpoint)] = JudgeEstimate(
                 model_pin=target.model_pin, litellm_model=target.litellm_model, endpoint=target.endpoint,
                 embedded=target.embedded, priced="embedded" if target.embedded else "unknown")
         estimate.invalid_reply_retries_max = max(estimate.invalid_reply_retries_max,
                                                  target.spec.invalid_reply_retries)
         judge.questions += 1
-        if key in answered:
+        if question.cached:
             judge.cached += 1
             continue
         judge.to_ask += 1
@@ -243,11 +239,16 @@ def _estimate_window(estimate: RunEstimate, fresh: dict[str, JudgeJob], store: V
         judge.completion_tokens_max += target.spec.max_tokens
 
 
-def _price(judge: JudgeEstimate, pricer: _Pricer) -> None:
+def _price(judge: JudgeEstimate, pricer: Pricer, target: JudgeTarget) -> None:
     if judge.to_ask == 0:  # nothing to ask costs nothing, priced or not (and litellm stays unimported)
-        judge.prompt_cost_usd = judge.cost_usd_max = 0.0
+        judge.prompt_cost_usd = judge.cost_usd_max = judge.batch_cost_usd_max = 0.0
         judge.priced = "not needed"
         return
+    from judgekit.judge.batch import batch_support
+
+    judge.batch_note = batch_support(target)
+    if judge.batch_note is not None:
+        judge.batch_priced = "no batch API"
     if judge.embedded:
         judge.prompt_cost_usd = judge.cost_usd_max = 0.0
         return
@@ -255,11 +256,19 @@ def _price(judge: JudgeEstimate, pricer: _Pricer) -> None:
     if cost is not None:
         judge.priced = "litellm"
         judge.prompt_cost_usd, judge.cost_usd_max = cost
+    if judge.batch_note is None:
+        judge.batch_cost_usd_max = pricer.batch_cost(judge.litellm_model, judge.prompt_tokens,
+                                                     judge.completion_tokens_max)
+        judge.batch_priced = ("unknown" if judge.batch_cost_usd_max is None else "litellm batch price"
+                              if pricer.batch_per_token(judge.litellm_model)[1] else "half the online price")
 
 
-def _total(estimate: RunEstimate, pricer: _Pricer) -> None:
+def _total(estimate: RunEstimate, pricer: Pricer, targets: dict[tuple[str, str], JudgeTarget]) -> None:
+    batch: list[float | None] = []
     for judge in estimate.judges:
-        _price(judge, pricer)
+        _price(judge, pricer, targets[(judge.model_pin, judge.endpoint)])
+        if judge.batch_note is None and judge.to_ask:
+            batch.append(judge.batch_cost_usd_max)
         estimate.questions += judge.questions
         estimate.cached += judge.cached
         estimate.to_ask += judge.to_ask
@@ -272,6 +281,7 @@ def _total(estimate: RunEstimate, pricer: _Pricer) -> None:
     if not estimate.unpriced:
         estimate.cost_usd_max = estimate.known_cost_usd_max
         estimate.prompt_cost_usd = sum(j.prompt_cost_usd or 0.0 for j in estimate.judges)
+    estimate.batch_cost_usd_max = None if None in batch else sum(b or 0.0 for b in batch)
     estimate.over_budget = _over(estimate)
 
 
@@ -309,6 +319,16 @@ def _cost_text(judge: JudgeEstimate) -> str:
     return f"at most {_usd(judge.cost_usd_max)} (prompt {_usd(judge.prompt_cost_usd or 0.0)}; litellm's price map)"
 
 
+def _batch_text(judge: JudgeEstimate) -> str:
+    if judge.batch_note is not None:
+        return f"no batch API ({judge.batch_note})"
+    if judge.batch_cost_usd_max is None:
+        return f"unknown (litellm's price map has no price for {judge.litellm_model})"
+    source = ("litellm's batch price" if judge.batch_priced == "litellm batch price"
+              else "half the online price: litellm's map has no batch price for this model")
+    return f"at most {_usd(judge.batch_cost_usd_max)} through a provider batch ({source})"
+
+
 def _lines(est: RunEstimate) -> Iterable[str]:
     yield f"dry run of {est.suite}: planned only, nothing judged, nothing spent"
     yield f"trajectories: {est.trajectories}"
@@ -332,6 +352,8 @@ def _lines(est: RunEstimate) -> Iterable[str]:
             yield f"  prompt tokens: {judge.prompt_tokens} (counted by litellm's token_counter)"
             yield f"  completion tokens: at most {judge.completion_tokens_max} (max_tokens per question; an upper bound)"
         yield f"  cost: {_cost_text(judge)}"
+        if judge.to_ask:
+            yield f"  batch: {_batch_text(judge)}"
     tokens = est.prompt_tokens + est.completion_tokens_max
     yield f"total: {est.to_ask} questions to ask, at most {tokens} tokens ({est.prompt_tokens} prompt)"
     if est.cost_usd_max == 0:
@@ -341,6 +363,9 @@ def _lines(est: RunEstimate) -> Iterable[str]:
     else:
         known = f"at most {_usd(est.known_cost_usd_max)} for the priced judges + " if est.known_cost_usd_max else ""
         yield f"total cost: {known}unknown for {', '.join(est.unpriced)}"
+    if est.to_ask and any(judge.batch_note is None for judge in est.judges if judge.to_ask):
+        batch = "unknown" if est.batch_cost_usd_max is None else f"at most {_usd(est.batch_cost_usd_max)}"
+        yield f"  through `judgekit batch submit` (the questions that can batch): {batch}"
     if est.to_ask and est.invalid_reply_retries_max:
         yield (f"  (a reply that does not validate is asked again, up to {est.invalid_reply_retries_max} more "
                "time(s): not counted above)")

@@ -218,7 +218,12 @@ def identity_of(job: JudgeJob) -> dict[str, Any]:
 def model_mismatch(judge: JudgeTarget, reported: str | None) -> bool:
     """The API reported another model than the pin. Provider prefixes ('openai/') are ignored;
     a name that is merely part of the pin ('gpt-4o' for 'gpt-4o-mini-2024-07-18') is a mismatch."""
-    if reported is None or judge.model_pin.startswith("local/"):
+    return pin_mismatch(judge.model_pin, reported)
+
+
+def pin_mismatch(model_pin: str, reported: str | None) -> bool:
+    """``model_mismatch`` for a judge pinned to ``model_pin``."""
+    if reported is None or model_pin.startswith("local/"):
         return False
-    pinned = judge.model_pin.split("@sha256:")[0].rsplit("/", 1)[-1]
+    pinned = model_pin.split("@sha256:")[0].rsplit("/", 1)[-1]
     return reported.rsplit("/", 1)[-1] != pinned

@@ -17,7 +17,10 @@ provider. It plays scripted replies, faults included, and records what it receiv
         assert server.requests[0]["temperature"] == 0
 
 Endpoints: ``POST /v1/chat/completions`` (and ``/chat/completions``), ``GET /v1/models``,
-``GET /_judgekit/stats`` (counts as JSON). Streaming requests get HTTP 400.
+``GET /_judgekit/stats`` (counts as JSON). Streaming requests get HTTP 400. The OpenAI files and
+batches endpoints (``/v1/files``, ``/v1/batches``) answer each batched request with the same
+script, scripted on ``server.batches`` (``judgekit.testing.batches``: states, error files,
+hostile output).
 
 Reply kinds (``Reply.kind``; each has a named constructor, e.g. ``Reply.refusal()``):
 

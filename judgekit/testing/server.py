@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
+from judgekit.testing.batches import ScriptedBatches
 from judgekit.testing.replies import Rendered, Reply, ScriptSpec, error_body, render
 
 if TYPE_CHECKING:
@@ -180,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, owner.stats())
         elif path in ("", "/health"):
             self._send_json(200, {"status": "ok"})
+        elif owner.batches.handles(path):
+            self._send(*owner.batches.answer("GET", path, "", b""))
         else:
             self._send(404, error_body(f"unknown path {path}", "invalid_request_error", None))
 
@@ -189,6 +192,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         if body is None:
             self._send(411, error_body("Content-Length required", "invalid_request_error", None))
+            return
+        if owner.batches.handles(path):
+            self._send(*owner.batches.answer("POST", path, self.headers.get("Content-Type") or "", body))
             return
         if path not in CHAT_PATHS:
             self._send(404, error_body(f"unknown path {path}", "invalid_request_error", None))
@@ -265,6 +271,7 @@ class ScriptedOpenAIServer:
         self._script_errors: list[str] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        self.batches = ScriptedBatches(self._chooser.choose)  # /v1/files, /v1/batches: judgekit.testing.batches
 
     # --- lifecycle ----------------------------------------------------------------------------
 
