@@ -94,11 +94,14 @@ def next_step(importer: Importer, out: Path) -> str | None:
 
 
 def _rubric_refs(suite: Path) -> set[str]:
-    """The rubric each trajectory entry of a suite file names (nothing, for a file that is not one)."""
-    import yaml
+    """The rubric each trajectory entry of a suite file names, read as strictly and within the
+    same bounds as any document (nothing, for a file that is not a suite)."""
+    from judgekit._util.documents import parse_yaml
+    from judgekit._util.io import MAX_DOCUMENT_BYTES, read_text
 
     try:
-        entries = yaml.safe_load(suite.read_text(encoding="utf-8")).get("trajectories") or []
-        return {str(entry.get("rubric")) for entry in entries}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        _, data = parse_yaml(read_text(suite, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML document"), suite)
+    except InputError:
         return set()
+    entries = data.get("trajectories") if isinstance(data, dict) else None
+    return {str(entry.get("rubric")) for entry in entries if isinstance(entry, dict)} if isinstance(entries, list) else set()
