@@ -223,7 +223,8 @@ INPUT_ERRORS = [
         ["runs.jsonl:2: trajectory id 'a' already used at"],
         id="duplicate_trajectory_id",
     ),
-    pytest.param(lambda d: (d / "suite.yaml").unlink(), ["suite.yaml: file not found"], id="no_suite_yaml"),
+    pytest.param(lambda d: (d / "suite.yaml").unlink(), ["this folder holds no suite.yaml: write one with `judgekit init`"],
+                 id="no_suite_yaml"),
 ]
 
 

@@ -46,7 +46,8 @@ def export(tmp_path) -> Path:
 
 def test_one_trajectory_per_root_run_in_input_order(export):
     assert list(trajectories(export)) == [AGENT, RAG]
-    assert sorted(p.name for p in export.iterdir()) == ["feedback-unmapped.jsonl", "labels.jsonl", "trajectories.jsonl"]
+    assert sorted(p.name for p in export.iterdir()) == ["feedback-unmapped.jsonl", "labels.jsonl", "suite.yaml",
+                                                        "trajectories.jsonl"]
 
 
 def test_the_agent_trace_maps_to_calls_prompt_output_and_metadata(export):
@@ -97,7 +98,8 @@ def test_question_answer_and_retrieved_documents(export):
 def test_a_json_list_holding_runs_and_feedback(tmp_path):
     out = tmp_path / "out"
     written = import_langsmith(DATA / "mixed.json", out)
-    assert written == [out / "trajectories.jsonl", out / "labels.jsonl", out / "feedback-unmapped.jsonl"]
+    assert written == [out / "trajectories.jsonl", out / "labels.jsonl", out / "feedback-unmapped.jsonl",
+                       out / "suite.yaml"]
     calc = trajectories(out)[CALC]
     assert (calc.prompt, calc.output, calc.metadata["error"]) == ("What is 2 + 2?", "", "ValueError: the agent stopped")
     assert [(c.tool, c.args, c.result) for c in calc.calls] == [("calculator", {"expression": "2 + 2"}, "4")]
@@ -108,7 +110,7 @@ def test_a_json_list_holding_runs_and_feedback(tmp_path):
 def test_runs_without_feedback_write_no_labels(tmp_path):
     src = tmp_path / "runs.jsonl"
     src.write_text((DATA / "export" / "runs.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    assert import_langsmith(src, tmp_path / "out") == [tmp_path / "out" / "trajectories.jsonl"]
+    assert import_langsmith(src, tmp_path / "out") == [tmp_path / "out" / n for n in ("trajectories.jsonl", "suite.yaml")]
 
 
 # --- root inputs and outputs: the shapes read -------------------------------------------------
@@ -310,8 +312,8 @@ def test_the_cli_imports_and_refuses_options_it_does_not_take(tmp_path):
     runner = CliRunner()
     ok = runner.invoke(main, ["import", "langsmith", str(DATA / "export"), "--out", str(tmp_path / "out")])
     assert ok.exit_code == 0, ok.output
-    assert ok.output.splitlines() == [str(tmp_path / "out" / n) for n in
-                                      ("trajectories.jsonl", "labels.jsonl", "feedback-unmapped.jsonl")]
+    assert ok.stdout.splitlines() == [str(tmp_path / "out" / n) for n in
+                                      ("trajectories.jsonl", "labels.jsonl", "feedback-unmapped.jsonl", "suite.yaml")]
     refused = runner.invoke(main, ["import", "langsmith", str(DATA / "export"), "--out", str(tmp_path / "x"),
                                    "--registered", "2024-01-01"])
     assert refused.exit_code == 2 and "does not take --registered" in refused.output

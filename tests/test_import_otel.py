@@ -144,7 +144,7 @@ def test_interleaved_traces_over_many_lines_make_one_run_each_and_other_traces_a
     out = tmp_path / "out"
     written = import_otel_genai(DATA / "mixed.jsonl", out)
     runs = trajectories(out)
-    assert written == [out / "trajectories.jsonl"]
+    assert written == [out / "trajectories.jsonl", out / "suite.yaml"]
     assert [t.id for t in runs] == [mt.trajectory_id("email-current"), mt.trajectory_id("email-events")]
     lines = (DATA / "mixed.jsonl").read_text().splitlines()
     for run in runs:  # imported_from names the line holding the run's root span
@@ -290,7 +290,7 @@ def test_tool_definitions_draft_an_unlocked_rubric(tmp_path):
     out = tmp_path / "out"
     written = import_otel_genai(DATA / "mixed.jsonl", out, draft_rubric=True)
     draft_path = out / "drafts" / "draft-support-agent.yaml"
-    assert written == [out / "trajectories.jsonl", draft_path] and not (out / "rubrics").exists()
+    assert written == [out / "trajectories.jsonl", draft_path, out / "suite.yaml"] and not (out / "rubrics").exists()
     assert draft_path.read_text().startswith("# DRAFT: not pre-registered")
     draft = load_rubric(draft_path)
     assert (draft.version, draft.registered) == ("0.1.0-draft", date(2026, 1, 1))  # the earliest run's day
@@ -375,7 +375,8 @@ def test_the_command_imports_and_its_help_describes_the_format(tmp_path):
     done = CliRunner().invoke(cli_main, ["import", "otel-genai", str(DATA / "mixed.jsonl"), "--out", str(out),
                                          "--draft-rubric", "--registered", "2026-02-03"])
     assert done.exit_code == 0, done.output
-    assert done.output.split() == [str(out / "trajectories.jsonl"), str(out / "drafts" / "draft-support-agent.yaml")]
+    assert done.stdout.split() == [str(out / "trajectories.jsonl"), str(out / "drafts" / "draft-support-agent.yaml"),
+                                   str(out / "suite.yaml")]
     assert load_rubric(out / "drafts" / "draft-support-agent.yaml").registered == date(2026, 2, 3)
     shown = CliRunner().invoke(cli_main, ["import", "--help"])
     assert "otel-genai" in shown.output and "OpenTelemetry GenAI traces" in shown.output

@@ -77,7 +77,7 @@ def test_openai_chat_jsonl_joins_calls_and_results(tmp_path):
         [{"id": "conv-1", "messages": CONVERSATION, "metadata": {"model": "m1"}, "latency_s": 4.5}, CONVERSATION[1:3] + CONVERSATION[3:5]],
     )
     written = import_openai_chat(src, tmp_path / "out")
-    assert written == [tmp_path / "out" / "trajectories.jsonl"]
+    assert written == [tmp_path / "out" / "trajectories.jsonl", tmp_path / "out" / "suite.yaml"]  # a suite to fill in
     first, second = imported(tmp_path / "out")
     assert first.id == "conv-1" and second.id == "chats-2"  # no id: <file stem>-<line>
     assert first.prompt == "Change my email to new@x.com. I am user 1."
@@ -105,7 +105,7 @@ def test_openai_chat_json_list_input(tmp_path, document, ids):
     src.write_text(json.dumps(document, indent=2), encoding="utf-8")
     result = cli("import", "openai-chat", src, "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"{tmp_path / 'out' / 'trajectories.jsonl'}\n"
+    assert result.stdout == f"{tmp_path / 'out' / 'trajectories.jsonl'}\n{tmp_path / 'out' / 'suite.yaml'}\n"
     trajectories = imported(tmp_path / "out")
     assert [t.id for t in trajectories] == ids
     assert all([c.tool for c in t.calls] == ["get_user", "update_user"] for t in trajectories)

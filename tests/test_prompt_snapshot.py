@@ -68,17 +68,49 @@ def test_prompt_matches_its_snapshot(axis, show_output, flags):
     check_snapshot(snapshot_path(axis, show_output), rendered(axis, show_output))
 
 
+FULL_JUDGE = "openai/gpt-4o-2024-08-06"
+"""A judge that answers in the full form: the snapshots are its prompts (the example's own,
+embedded, judge gets the compact ones)."""
+
+
+def suite_judging(axis: str, root: Path) -> Path:
+    """The example, or (task success, which the example scores without a judge) a copy whose
+    rubric asks a judge about it: the same guide and trajectories, so the same prompt."""
+    if axis != "task_success":
+        return EXAMPLE
+    from test_judge_runner import example_suite
+
+    return example_suite(root, rubric_update={"task_success.judge": True})
+
+
 @pytest.mark.parametrize(("axis", "show_output", "flags"), CASES)
-def test_prompt_show_prints_exactly_the_snapshot(axis, show_output, flags):
-    result = CliRunner().invoke(cli_main, ["prompt", "show", str(EXAMPLE), TRAJECTORY, "--axis", axis, *flags])
+def test_prompt_show_prints_exactly_the_snapshot(axis, show_output, flags, tmp_path):
+    suite = suite_judging(axis, tmp_path)
+    result = CliRunner().invoke(cli_main, ["prompt", "show", str(suite), TRAJECTORY, "--axis", axis,
+                                           "--judge-model", FULL_JUDGE, *flags])
     assert result.exit_code == 0, result.output
-    assert result.output == snapshot_path(axis, show_output).read_text(encoding="utf-8") + "\n"
+    assert result.stdout == snapshot_path(axis, show_output).read_text(encoding="utf-8") + "\n"
+    assert f"full template, template sha256 {template_sha256('full')}" in result.stderr
+
+
+def test_prompt_show_prints_the_compact_prompt_the_embedded_judge_gets():
+    """The example as it is: its judge is the embedded one, which is sent the compact prompt."""
+    result = CliRunner().invoke(cli_main, ["prompt", "show", str(EXAMPLE), TRAJECTORY, "--axis", "faithfulness"])
+    assert result.exit_code == 0, result.output
+    check_snapshot(SNAPSHOTS / f"email-update_{TRAJECTORY}_faithfulness_compact.txt", result.stdout)
+    assert f"compact template, template sha256 {template_sha256('compact')}" in result.stderr
+
+
+def test_prompt_show_refuses_an_axis_no_judge_is_asked_about():
+    result = CliRunner().invoke(cli_main, ["prompt", "show", str(EXAMPLE), TRAJECTORY, "--axis", "task_success"])
+    assert result.exit_code == 2
+    assert "asks no judge about task_success" in result.stderr and not result.stdout
 
 
 def test_console_script_prints_exactly_the_snapshot():
     """The installed `judgekit` command, in a real process."""
     proc = subprocess.run(
-        ["judgekit", "prompt", "show", str(EXAMPLE), TRAJECTORY, "--axis", "faithfulness"],
+        ["judgekit", "prompt", "show", str(EXAMPLE), TRAJECTORY, "--axis", "faithfulness", "--judge-model", FULL_JUDGE],
         capture_output=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

@@ -288,7 +288,8 @@ BAD_SUITES = [
         "a.yaml:2: version",
         id="a_rubric_in_the_suite_is_bad",
     ),
-    pytest.param(lambda tmp: tmp, "suite.yaml: file not found", id="folder_without_suite_yaml"),
+    pytest.param(lambda tmp: tmp, "this folder holds no suite.yaml: write one with `judgekit init`",
+                 id="folder_without_suite_yaml"),
 ]
 
 

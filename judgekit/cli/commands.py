@@ -220,10 +220,14 @@ class _ImportCommand(click.Command):
 def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> None:
     """Convert another tool's trajectories (FORMAT) at SRC into judgekit files under --out.
 
-    The import is all or nothing: files appear in --out only when every record converted.
+    The import is all or nothing: files appear in --out only when every record converted. It
+    prints the files written, then (on stderr) the next step. A format that carries no criteria
+    writes a suite.yaml to fill in: it names the trajectories and leaves the rubric's id as
+    FILL-IN, which `judgekit run` refuses until you write one (a suite.yaml already in --out is
+    kept).
     """
     from judgekit._util.files import protect
-    from judgekit.importers import accepted_options, get_importer
+    from judgekit.importers import accepted_options, get_importer, next_step
 
     importer = get_importer(fmt)
     options = {"registered": registered.date() if registered else None, "draft_rubric": draft_rubric or None}
@@ -236,6 +240,9 @@ def import_(fmt: str, src: Path, out: Path, registered, draft_rubric: bool) -> N
         written = importer(src, out, **given)
     for path in written:
         say(one_line(str(path)))
+    step = next_step(importer, out)
+    if step is not None:
+        say(one_line(step), err=True)
 
 
 @click.group()
@@ -319,34 +326,38 @@ def prompt() -> None:
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.argument("trajectory_id")
 @click.option("--axis", type=AxisChoice(judged=True), required=True)
-@click.option("--show-output", is_flag=True, help="task_success: include the agent's output (off by default).")
-@click.option("--json", "as_json", is_flag=True, help="The messages as JSON, with the template hash.")
+@click.option("--judge-model", help="The prompt this judge model would get instead of the suite's (as `run "
+              "--judge-model`): its answer form decides the template.")
+@click.option("--allow-floating", is_flag=True, help="Allow an unpinned --judge-model.")
+@click.option("--show-output", is_flag=True, help="task_success: as if the judge set show_output_for_task_success "
+              "(the agent's output is shown; off by default).")
+@click.option("--json", "as_json", is_flag=True, help="The messages as JSON, with the template hash, the answer "
+              "form, the judge and the cache key.")
 @handle_errors
-def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, as_json: bool) -> None:
-    """Print the judge prompt for TRAJECTORY_ID of SUITE on one axis."""
-    from judgekit.axes.table import axis_named
-    from judgekit.trajectory import WorldState
-    from judgekit.errors import InputError
+def prompt_show(suite: Path, trajectory_id: str, axis: str, judge_model: str | None, allow_floating: bool,
+                show_output: bool, as_json: bool) -> None:
+    """Print the prompt the judge of SUITE receives about TRAJECTORY_ID on one axis.
+
+    The question is planned as `judgekit run` plans it, so the text is exactly what is sent: in
+    the compact template for the embedded judge (or `answer: compact`), the full one otherwise.
+    Its template hash (the run record's `template_sha256`) and judge go to stderr; stdout holds
+    only the messages.
+    """
+    from judgekit.judge.resolve import JudgeOverride
     from judgekit.prompt import prompt_summary
-    from judgekit.suite.inputs import iter_trajectories_of
+    from judgekit.run.plan import plan_question
     from judgekit.suite import load_suite
 
-    loaded = load_suite(suite)
-    chosen = axis_named(axis)
-    for rubric, item in iter_trajectories_of(loaded):
-        if item.trajectory.id != trajectory_id:
-            continue
-        if chosen.criteria(rubric) is None:
-            raise InputError(f"rubric {rubric.ref} has no {axis} section", loaded.rubric_files[rubric.ref])
-        spec = rubric.judge or loaded.suite.judge
-        show = show_output or bool(spec and spec.show_output_for_task_success)
-        built = chosen.prompt(rubric, item, WorldState(item), show)
-        if as_json:
-            say_json(json.dumps(prompt_summary(built), indent=2))
-        else:
-            say(built.render())
+    job = plan_question(load_suite(suite), trajectory_id, axis, override=JudgeOverride(model=judge_model),
+                        allow_floating=allow_floating, show_output=show_output)
+    form = job.judge.spec.answer_form
+    if as_json:
+        say_json(json.dumps({**prompt_summary(job.prompt), "answer_form": form, "judge": job.judge.model_pin,
+                             "cache_key": job.key}, indent=2))
         return
-    raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
+    say(job.prompt.render())
+    say(f"judge {one_line(job.judge.model_pin)}, {form} template, template sha256 {job.prompt.template_sha256}",
+        err=True)
 
 
 @click.group()

@@ -5,7 +5,8 @@ One module per foreign format. An importer is a function ``(src: Path, out: Path
 streamed, all-or-nothing, deterministic). The options it may take, by keyword: ``registered``
 (a ``datetime.date``: the day its rubrics are registered on) and ``draft_rubric`` (bool). The
 first line of its module's docstring, after ``judgekit import NAME:``, is its one-line
-description in ``judgekit import --help``.
+description in ``judgekit import --help``. An import that writes no suite may say what to do
+with its files in its module's ``NEXT_STEP`` (formatted with ``out``); ``next_step`` says it.
 
 Importers are found under the entry-point group ``judgekit.importers`` ("name =
 module:function"); judgekit's own are registered there too, and listed here so that they work
@@ -73,3 +74,34 @@ def accepted_options(importer: Importer) -> set[str]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return set(OPTIONS)
     return {name for name in OPTIONS if name in parameters}
+
+
+def next_step(importer: Importer, out: Path) -> str | None:
+    """What to do with an import's files, in one line for people: run the suite in ``out``, or
+    first fill in the rubric its ``suite.yaml`` leaves open, or what the importer's module says
+    (``NEXT_STEP``); None when there is nothing to say."""
+    from judgekit.importers._writer import SUITE_NAME
+    from judgekit.suite import RUBRIC_PLACEHOLDER
+
+    suite = out / SUITE_NAME
+    if suite.is_file():
+        if RUBRIC_PLACEHOLDER in _rubric_refs(suite):
+            return (f"next: write a rubric and put its id in {suite} where it says {RUBRIC_PLACEHOLDER} (the "
+                    f"comments there say how), then `judgekit run {out}`")
+        return f"next: judgekit run {out}"
+    step = getattr(inspect.getmodule(importer), "NEXT_STEP", None)
+    return step.format(out=out) if step else None
+
+
+def _rubric_refs(suite: Path) -> set[str]:
+    """The rubric each trajectory entry of a suite file names, read as strictly and within the
+    same bounds as any document (nothing, for a file that is not a suite)."""
+    from judgekit._util.documents import parse_yaml
+    from judgekit._util.io import MAX_DOCUMENT_BYTES, read_text
+
+    try:
+        _, data = parse_yaml(read_text(suite, max_bytes=MAX_DOCUMENT_BYTES, expected="a YAML document"), suite)
+    except InputError:
+        return set()
+    entries = data.get("trajectories") if isinstance(data, dict) else None
+    return {str(entry.get("rubric")) for entry in entries if isinstance(entry, dict)} if isinstance(entries, list) else set()

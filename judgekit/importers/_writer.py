@@ -13,6 +13,11 @@ with fixed key order, rubrics registered on the date the importer is given (neve
 
 Importers copy other tools' records as they are (``mask_secrets=False``): a secret an agent
 leaked there is what a safety scan must still find.
+
+An import that writes trajectories (``trajectories``) but no suite (``suite``) gets a
+``suite.yaml`` to fill in: commented, naming those files, with ``FILL-IN`` where the rubric's
+id goes (``judgekit run`` refuses it and says what to write there). A ``suite.yaml`` already in
+``--out`` is kept: it may be that one, filled in.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from pydantic import BaseModel
 
 from judgekit._util.files import _protected, fsync_folder
 from judgekit.errors import InputError
+
+SUITE_NAME = "suite.yaml"
 
 #: The day an imported rubric is registered on when neither the input nor ``--registered``
 #: gives one. A fixed day, so that an import is byte-identical whenever it runs; it says "the
@@ -152,6 +159,9 @@ class ImportWriter:
         self._open: dict[PurePosixPath, tuple[IO[str], LineSink]] = {}
         self._rubric_folders: dict[PurePosixPath, PurePosixPath] = {}
         self._made: list[Path] = []  # folders above --out this import created, deepest first
+        self._trajectory_files: list[PurePosixPath] = []
+        self._suite_name = ""
+        self._suite_written = False
 
     # --- the block ---------------------------------------------------------------------------
 
@@ -221,6 +231,16 @@ class ImportWriter:
             self._open[relative] = (handle, LineSink(handle, self.out / relative))
         return self._open[relative][1]
 
+    def trajectories(self, name: str | PurePosixPath, *, suite_name: str) -> LineSink:
+        """``lines(name)`` for a trajectory file: without a ``suite`` it is named in the
+        ``suite.yaml`` to fill in that the import ends with, called ``suite_name`` (the first
+        one given: say what was imported, e.g. "openai-chat import of chat.jsonl")."""
+        relative = _relative(name)
+        if relative not in self._trajectory_files:
+            self._trajectory_files.append(relative)
+            self._suite_name = self._suite_name or suite_name
+        return self.lines(relative)
+
     def text(self, name: str | PurePosixPath, text: str) -> Path:
         """Write the file ``name`` whole, once: a second file of one import under the same name
         (two inputs that name it alike) is an InputError, never a silent replacement."""
@@ -258,12 +278,16 @@ class ImportWriter:
             **extra,
             "trajectories": list(entries),
         }
-        return self.yaml("suite.yaml", document)
+        self._suite_written = True
+        return self.yaml(SUITE_NAME, document)
 
     # --- the end -----------------------------------------------------------------------------
 
     def _finish(self) -> None:
         import judgekit.rubric.lock as locking
+
+        if self._trajectory_files and not self._suite_written and not (self.out / SUITE_NAME).exists():
+            self.text(SUITE_NAME, suite_to_fill(self._suite_name, self._trajectory_files))
 
         with _writing(self.out):
             for handle, _ in self._open.values():
@@ -301,3 +325,30 @@ class ImportWriter:
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, final)
                 fsync_folder(final.parent)
+
+
+def suite_to_fill(name: str, files: Iterable[PurePosixPath]) -> str:
+    """The ``suite.yaml`` of an import that wrote trajectories (``files``) and no rubric: it
+    names them, and what is still missing (the rubric) is ``RUBRIC_PLACEHOLDER``, which the suite
+    loader refuses with a message saying what to write there."""
+    from judgekit.suite import RUBRIC_PLACEHOLDER
+
+    entries = "".join(f"  - file: {json.dumps(path.as_posix())}\n    rubric: {RUBRIC_PLACEHOLDER}"
+                      "  # the id of your rubric (step 1)\n" for path in files)
+    return f"""\
+# A judgekit suite for the trajectories this import wrote. It does not run yet: judgekit needs
+# a rubric, the criteria each trajectory is scored against. In this folder:
+#
+#   1. Write a rubric in rubrics/ (its format: `judgekit rubric schema`; `judgekit init` writes
+#      a commented one to start from).
+#   2. Pre-register it: `judgekit rubric lock` (writes rubrics/rubrics.lock).
+#   3. Put its id where it says {RUBRIC_PLACEHOLDER} below, then `judgekit run .`
+name: {json.dumps(name)}
+rubrics: [rubrics]
+lock: rubrics/rubrics.lock
+# The embedded judge scores faithfulness with no API key; it is uncalibrated, so advisory. A
+# real model: judge: {{model: openai/gpt-4o-2024-08-06, api_key_env: OPENAI_API_KEY}}
+judge:
+  model: local
+trajectories:
+{entries}"""

@@ -70,9 +70,9 @@ Mapping, per sample:
 
 Writes ``trajectories/<task>.jsonl`` (the task name as the import writer's ``file_name`` gives
 it: characters other than ASCII letters, digits, ``.``, ``_`` and ``-`` become ``-``; a name
-then empty, over 100 characters or a Windows device name ends in a hash), plus the world files, and no rubric or suite: an Inspect
+then empty, over 100 characters or a Windows device name ends in a hash), plus the world files, and no rubric: an Inspect
 log holds its scorers' results, not criteria judgekit could pre-register, so a rubric must be
-written by hand (see the README). Logs of other tasks imported into the same ``--out`` stay;
+written by hand, in the ``suite.yaml`` to fill in that the import writer leaves beside them. Logs of other tasks imported into the same ``--out`` stay;
 a second log of the same task replaces the first's file.
 
 Lost: Inspect's scores beyond their values (answers, explanations, reducers, metrics), model
@@ -659,7 +659,8 @@ def import_inspect(src: Path, out: Path) -> list[Path]:
         worlds = _Worlds(writer)
         for header, sample, where in _read_log(src):
             spec = spec or _Spec.of(header, src)
-            sink = sink or writer.lines(f"trajectories/{spec.file_name}.jsonl")
+            sink = sink or writer.trajectories(f"trajectories/{spec.file_name}.jsonl",
+                                                  suite_name=f"Inspect AI import of {spec.file_name}")
             where = _check_sample(sample, where, src)
             try:
                 sink.add(_sample(spec, sample, where, src, worlds, seen))

@@ -14,7 +14,8 @@ folder with ``runs.jsonl`` (or ``runs.json``) and, optionally, ``feedback.jsonl`
 ``feedback.json``). A run may hold its descendants nested in ``child_runs`` (a run tree, as
 ``Client.read_run(..., load_child_runs=True)`` gives it): they are read as runs of its trace.
 
-Runs -> ``OUT/trajectories.jsonl``, one trajectory per root run (no ``parent_run_id``), id = the
+Runs -> ``OUT/trajectories.jsonl`` (and the import writer's ``OUT/suite.yaml`` to fill in: a run
+carries no criteria), one trajectory per root run (no ``parent_run_id``), id = the
 root's run id (one that heads two traces is an error), in the order the traces appear:
 
 - a run's trace is its ``trace_id``, else the run id at the head of its ``dotted_order``, else
@@ -585,7 +586,7 @@ def import_langsmith(src: Path, out: Path, *, feedback_axes: Mapping[str, str] |
     roots: set[str] = set()
     seen: dict[str, int] = {}
     with ImportWriter(out) as writer:
-        sink = writer.lines("trajectories.jsonl")
+        sink = writer.trajectories("trajectories.jsonl", suite_name=f"LangSmith import of {src.name}")
         for group in _traces(runs_path, mixed, seen):
             trajectory = _trajectory(group)
             if trajectory.id in roots:  # its feedback, and the trajectory id, would name two runs

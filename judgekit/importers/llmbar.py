@@ -46,6 +46,10 @@ AXIS = "task_success"
 _CHOICE = {"1": "A", "2": "B"}
 _SWAP_KEYS = (("original", "swap = False"), ("swapped", "swap = True"))
 
+NEXT_STEP = ("next: measure each judge against the human labels: judgekit agreement --labels {out}/labels.jsonl "
+             "--verdicts {out}/verdicts-<judge>.jsonl")
+"""What ``judgekit import llmbar`` says to do with the files it wrote."""
+
 
 def _load_list(path: Path) -> list[dict[str, Any]]:
     data = read_json(path, max_bytes=MAX_FILE_BYTES)

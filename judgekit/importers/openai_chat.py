@@ -2,7 +2,8 @@
 
 SRC is a JSON Lines file (or a JSON list) of records, each either a list of messages or an
 object ``{"id"?, "messages": [...], "metadata"?, "latency_s"?}``. Writes
-``OUT/trajectories.jsonl``; a record without an id gets ``<file stem>-<line>``.
+``OUT/trajectories.jsonl``; a record without an id gets ``<file stem>-<line>``. Transcripts carry
+no criteria: ``OUT/suite.yaml`` is a suite to fill in (the import writer's).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _records(src: Path) -> Iterator[tuple[int, int | None, Any]]:
 
 def import_openai_chat(src: Path, out: Path) -> list[Path]:
     with ImportWriter(out) as writer:
-        sink = writer.lines("trajectories.jsonl")
+        sink = writer.trajectories("trajectories.jsonl", suite_name=f"openai-chat import of {src.name}")
         for n, line, record in _records(src):
             sink.add(_trajectory(src, n, line, record))
     return writer.written

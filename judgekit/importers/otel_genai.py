@@ -2,7 +2,8 @@
 
 SRC is OTLP/JSON trace data (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``): one
 document, or JSON Lines of them as the collector's file exporter writes. Writes
-``OUT/trajectories.jsonl``; with ``--draft-rubric`` also ``OUT/drafts/draft-<agent>.yaml``.
+``OUT/trajectories.jsonl`` and a ``suite.yaml`` to fill in (the import writer's); with
+``--draft-rubric`` also ``OUT/drafts/draft-<agent>.yaml``.
 
 Conventions followed: the OpenTelemetry GenAI semantic conventions (Development status) as
 published in open-telemetry/semantic-conventions ``docs/gen-ai/`` after v1.36.0 (the
@@ -769,7 +770,7 @@ def import_otel_genai(src: Path, out: Path, *, registered: date | None = None,
     src = Path(src)
     drafts = _Drafts() if draft_rubric else None
     with ImportWriter(out) as writer:
-        sink = writer.lines("trajectories.jsonl")
+        sink = writer.trajectories("trajectories.jsonl", suite_name=f"OpenTelemetry GenAI import of {src.name}")
         for run in _iter_runs(src):
             trajectory = _trajectory(run, src)
             sink.add(trajectory)

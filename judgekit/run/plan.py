@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
-from judgekit.axes.table import axes_of, judged_axes
+from judgekit.axes.table import axes_of, axis_named, judged_axes
 from judgekit.trajectory import WorldState
 from judgekit.errors import ConfigError, InputError
 from judgekit.judge.resolve import JudgeOverride, JudgeResolver
@@ -101,12 +101,14 @@ class Planner:
     """Plans trajectories one at a time, resolving each judge once for the whole run."""
 
     def __init__(self, loaded: LoadedSuite, *, override: JudgeOverride | None = None, allow_floating: bool = False,
-                 repeats: int = 1):
+                 repeats: int = 1, show_output: bool = False):
         if repeats < 1:
             raise ValueError("repeats must be at least 1")
         self.loaded = loaded
         self.override = override or JudgeOverride()
         self.repeats = repeats
+        self.show_output = show_output
+        """Plan every judge as if it set ``show_output_for_task_success`` (``prompt show --show-output``)."""
         self.resolver = JudgeResolver(override=self.override,
                                       allow_floating=allow_floating or loaded.suite.allow_floating)
         self._judges: dict[tuple[str, str], tuple[JudgeSpec, JudgeTarget]] = {}  # (rubric, axis) -> its judge
@@ -116,6 +118,8 @@ class Planner:
         (the suite, its rubrics and the override do not change while it is planned)."""
         if (found := self._judges.get((rubric.ref, axis))) is None:
             spec = judge_spec_for(rubric, axis, self.loaded.suite.judge, self.override)
+            if self.show_output and not spec.show_output_for_task_success:
+                spec = spec.model_copy(update={"show_output_for_task_success": True})
             found = self._judges[(rubric.ref, axis)] = (spec, self.resolver.resolve(spec))
         return found
 
@@ -146,6 +150,34 @@ class Planner:
                 if job.fingerprint is None:
                     job.key
                 plan.judgements.append(PlannedJudgement(index, axis.name, repeat, job))
+
+
+def plan_question(loaded: LoadedSuite, trajectory_id: str, axis: str, *, override: JudgeOverride | None = None,
+                  allow_floating: bool = False, show_output: bool = False) -> JudgeJob:
+    """The question a run of ``loaded`` asks the judge of ``axis`` about ``trajectory_id``,
+    planned as the run plans it (``Planner.add``): its prompt is exactly what that judge is
+    sent, in its answer form's template. The lock is not checked (a rubric may be looked at
+    before it is locked). ``show_output``: as if the judge set ``show_output_for_task_success``.
+
+    InputError when the suite has no such trajectory, its rubric does not judge ``axis``, or a
+    run would ask nothing (the axis could not be scored from its input: the error says why)."""
+    chosen = axis_named(axis)
+    planner = Planner(loaded, override=override, allow_floating=allow_floating, show_output=show_output)
+    for rubric, item in iter_trajectories_of(loaded):
+        if item.trajectory.id != trajectory_id:
+            continue
+        if chosen.criteria(rubric) is None or not chosen.judged(chosen.criteria(rubric)):
+            raise InputError(f"rubric {rubric.ref} asks no judge about {axis}: a run sends no prompt for it",
+                             loaded.rubric_files[rubric.ref])
+        plan = RunPlan()
+        planner.add(plan, rubric, item)
+        for planned in plan.judgements:
+            if planned.axis == axis:
+                return planned.job
+        # The axis could not be scored from its input: its error names the file that is wrong.
+        raise InputError(f"{plan.items[0].axes[axis].error} (so a run asks the judge nothing about "
+                         f"{trajectory_id!r} on {axis})")
+    raise InputError(f"no trajectory {trajectory_id!r} in the suite", loaded.path)
 
 
 def iter_plans(

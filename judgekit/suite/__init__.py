@@ -8,6 +8,7 @@ from judgekit.suite.model import (
     Budget,
     GatePolicy,
     LoadedSuite,
+    RUBRIC_PLACEHOLDER,
     SnapshotSettings,
     Suite,
     TrajectorySet,
@@ -17,5 +18,6 @@ from judgekit.rubric.model import load_rubrics, rubric_files
 from judgekit.suite.safety_policy import SafetyPolicy
 from judgekit.suite.inputs import check_registration, iter_trajectories_of
 
-__all__ = ["ApprovalThresholds", "Budget", "GatePolicy", "LoadedSuite", "SafetyPolicy", "SnapshotSettings", "Suite",
-           "TrajectorySet", "check_registration", "iter_trajectories_of", "load_rubrics", "load_suite", "rubric_files"]
+__all__ = ["RUBRIC_PLACEHOLDER", "ApprovalThresholds", "Budget", "GatePolicy", "LoadedSuite", "SafetyPolicy",
+           "SnapshotSettings", "Suite", "TrajectorySet", "check_registration", "iter_trajectories_of", "load_rubrics",
+           "load_suite", "rubric_files"]

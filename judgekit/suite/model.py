@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from judgekit._util.io import Version2
 from judgekit._util.documents import load_document
@@ -28,11 +29,26 @@ from judgekit.suite.safety_policy import SafetyPolicy
 SUITE_FORMAT_VERSION = 2
 
 
+RUBRIC_PLACEHOLDER = "FILL-IN"
+"""Where an importer's ``suite.yaml`` leaves the rubric's id to the user (never a rubric id,
+which is lower case): a suite that still holds it is refused, saying what to write there."""
+
+
 class TrajectorySet(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     file: str = Field(description="A trajectory JSON Lines file, relative to the suite file.")
     rubric: str = Field(description="The rubric applied to every trajectory in it: 'id' or 'id@version'.")
+
+    @field_validator("rubric")
+    @classmethod
+    def _filled_in(cls, rubric: str) -> str:
+        if rubric == RUBRIC_PLACEHOLDER:
+            # PydanticCustomError keeps the message as written (a ValueError gets "Value error, ").
+            raise PydanticCustomError("rubric_placeholder", f"{RUBRIC_PLACEHOLDER} is a placeholder: write a rubric "
+                                      "for these trajectories in the suite's rubrics, lock it (`judgekit rubric lock`) "
+                                      "and put its id here (the comments at the top of the suite say how)")
+        return rubric
 
 
 class ApprovalThresholds(BaseModel):
@@ -239,6 +255,10 @@ class LoadedSuite:
 def load_suite(path: str | Path) -> LoadedSuite:
     path = Path(path)
     if path.is_dir():
+        if not (path / "suite.yaml").is_file():
+            raise InputError("this folder holds no suite.yaml: write one with `judgekit init`, or import "
+                             "trajectories with `judgekit import FORMAT SRC --out FOLDER`, which writes one to fill "
+                             "in (or name the suite file itself)", path)
         path = path / "suite.yaml"
     suite = load_document(path, Suite)
     loaded = LoadedSuite(suite=suite, path=path.resolve())

@@ -73,10 +73,10 @@ def written(out: Path) -> list[str]:
 
 
 def imported(args: list, out: Path) -> list[str]:
-    """The import's files: it exited 0 and printed exactly them."""
-    code, output = cli("import", *args, "--out", out)
-    assert code == 0, output
-    assert sorted(output.split("\n")[:-1]) == sorted(str(out / name) for name in written(out))
+    """The import's files: it exited 0 and printed exactly them (on stdout; the next step goes to stderr)."""
+    result = CliRunner().invoke(main, [str(a) for a in ["import", *args, "--out", out]])
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout.split("\n")[:-1]) == sorted(str(out / name) for name in written(out))
     return written(out)
 
 
@@ -157,13 +157,13 @@ def inspect_log(folder: Path, task: str) -> Path:
 @pytest.mark.parametrize("task", HOSTILE)
 def test_inspect_task_names(tmp_path, task):
     out = tmp_path / "out"
-    assert imported(["inspect", inspect_log(tmp_path, task)], out) == [f"trajectories/{file_name(task, 'task')}.jsonl"]
+    assert imported(["inspect", inspect_log(tmp_path, task)], out) == ["suite.yaml", f"trajectories/{file_name(task, 'task')}.jsonl"]
     [line] = (out / f"trajectories/{file_name(task, 'task')}.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["metadata"]["task"] == task  # the name itself is kept, as data
 
 
 def test_an_ordinary_inspect_task_name_is_the_file_name(tmp_path):
-    assert imported(["inspect", inspect_log(tmp_path, "my_task")], tmp_path / "out") == ["trajectories/my_task.jsonl"]
+    assert imported(["inspect", inspect_log(tmp_path, "my_task")], tmp_path / "out") == ["suite.yaml", "trajectories/my_task.jsonl"]
 
 
 # --- tau-bench: the task id -----------------------------------------------------------------------
@@ -314,7 +314,7 @@ def test_bfcl_question_ids_that_would_share_a_file_are_refused(tmp_path):
 def test_otel_agent_names(tmp_path, agent):
     out = tmp_path / "out"
     assert imported(["otel-genai", otel_src(tmp_path, agent), "--draft-rubric"], out) == [
-        f"drafts/draft-{file_name(agent, 'agent', lower=True)}.yaml", "trajectories.jsonl"]
+        f"drafts/draft-{file_name(agent, 'agent', lower=True)}.yaml", "suite.yaml", "trajectories.jsonl"]
 
 
 def test_otel_agents_whose_drafts_would_share_a_name_are_refused(tmp_path):

@@ -364,7 +364,7 @@ def test_member_names_decide_nothing_written_and_a_repeated_name_is_its_last(tmp
     out = tmp_path / "deep" / "out"
     import_inspect(src, out)
     assert {t["id"]: t["prompt"] for t in trajectories(out)} == {"1_epoch_1": "requeued", "x_epoch_1": "Hi"}
-    assert sorted(files(tmp_path)) == ["deep/out/trajectories/t.jsonl", "names.eval"]
+    assert sorted(files(tmp_path)) == ["deep/out/suite.yaml", "deep/out/trajectories/t.jsonl", "names.eval"]
 
 
 def test_many_tiny_members_are_skipped_quickly(tmp_path):

@@ -307,8 +307,8 @@ def test_an_agent_name_that_is_not_a_string_still_drafts(tmp_path, value, slug):
     # Bug: AttributeError ('int' object has no attribute 'lower') / TypeError (unhashable list).
     doc = _set_agent(email("agent", tools=mt.EMAIL_TOOLS), value)
     written = import_otel_genai(write_lines(tmp_path / "t.jsonl", [doc]), tmp_path / "out", draft_rubric=True)
-    assert written[-1] == tmp_path / "out" / "drafts" / f"draft-{slug}.yaml"
-    assert [c.tool for c in load_rubric(written[-1]).tool_correctness.expected_calls] == ["get_user", "update_user"]
+    assert written[-2:] == [tmp_path / "out" / "drafts" / f"draft-{slug}.yaml", tmp_path / "out" / "suite.yaml"]
+    assert [c.tool for c in load_rubric(written[-2]).tool_correctness.expected_calls] == ["get_user", "update_user"]
 
 
 def test_tool_parameters_whose_properties_are_not_an_object_are_refused(tmp_path):
@@ -332,13 +332,14 @@ def test_two_agents_whose_names_make_the_same_slug_get_two_drafts(tmp_path):
             email("c", agent="日本語", tools=other), email("d", agent="Ελληνικά", tools=mt.EMAIL_TOOLS)]
     src = write_lines(tmp_path / "t.jsonl", docs)
     written = import_otel_genai(src, tmp_path / "out", draft_rubric=True)
-    drafts = [load_rubric(path) for path in written[1:]]
+    assert written[-1] == tmp_path / "out" / "suite.yaml"  # to fill in
+    drafts = [load_rubric(path) for path in written[1:-1]]
     assert len(drafts) == 4 and len({d.id for d in drafts}) == 4
     declared = {d.description.split("'")[1]: [c.tool for c in d.tool_correctness.expected_calls] for d in drafts}
     assert declared == {"Support Agent": ["get_user", "update_user"], "support-agent": ["refund"],
                         "日本語": ["refund"], "Ελληνικά": ["get_user", "update_user"]}
     import_otel_genai(src, tmp_path / "again", draft_rubric=True)  # the names do not depend on the run
-    assert sorted(p.name for p in (tmp_path / "again" / "drafts").iterdir()) == sorted(p.name for p in written[1:])
+    assert sorted(p.name for p in (tmp_path / "again" / "drafts").iterdir()) == sorted(p.name for p in written[1:-1])
 
 
 # --- import: copied as is --------------------------------------------------------------------------

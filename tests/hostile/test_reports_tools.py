@@ -589,7 +589,7 @@ def test_pytest_collect_only_never_runs_the_suite(pytester, server):
         "--judgekit-suite", suite, "--judgekit-judge-model", MODEL, "--judgekit-judge-api-base", server.base_url,
         "--judgekit-cache-dir", "cache", "--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret == 0
-    assert len([line for line in result.stdout.lines if "::" in line]) == 27
+    assert len([line for line in result.stdout.lines if "::" in line]) == 27 + 1  # and the gate item
     assert server.request_count == before and not (pytester.path / "cache").exists()
 
 

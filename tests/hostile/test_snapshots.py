@@ -438,7 +438,13 @@ def test_refused_snapshot_never_reaches_the_judge_prompt(tree):
     (outside / "secret.json").write_text(json.dumps({"users": [{"id": 2, "token": SECRET}]}), encoding="utf-8")
     (suite / "world.json").symlink_to(outside / "secret.json")
     (suite / "before.json").write_text(json.dumps({"users": [{"id": 1}]}), encoding="utf-8")
-    path = write_suite(suite, {"before": {"json_file": "before.json"}, "after": {"json_file": "world.json"}})
+    path = write_suite(suite, {"before": {"json_file": "before.json"}, "after": {"json_file": "world.json"}},
+                       "judge: {model: openai/judge-2024-08-06}\n")
+    # A judge is asked about task success, so `prompt show` would print its prompt, with the world
+    # (whose checks name JSON pointers here: the world is JSON).
+    rubric = suite / "rubrics" / "hostile.yaml"
+    rubric.write_text(RUBRIC.replace("task_success:\n", "task_success:\n  judge: true\n")
+                      .replace("collection: users", "collection: /users"), encoding="utf-8")
     result = CliRunner().invoke(main, ["prompt", "show", str(path), "t1", "--axis", "task_success"])
     assert result.exit_code == 2, result.output
     assert result.stdout == ""

@@ -166,6 +166,9 @@ def test_a_bad_json_snapshot_is_that_axis_error(tmp_path, content, fragment):
 
     diffed = invoke("diff", tmp_path / "before.json", tmp_path / "after.json")
     assert diffed.exit_code == 2 and diffed.output.startswith(f"judgekit: error: {where}")
+    # `prompt show` shows what a judge is sent: ask one about task success.
+    (tmp_path / "rubric.yaml").write_text(RUBRIC.replace("  max_latency_s: 60\n", "  max_latency_s: 60\n  judge: true\n"))
+    suite.write_text(suite.read_text() + "judge: {model: openai/judge-2024-08-06}\n")
     shown = invoke("prompt", "show", suite, "bad", "--axis", "task_success")
     assert shown.exit_code == 2 and shown.output.startswith(f"judgekit: error: {where}")
     assert invoke("prompt", "show", suite, "good", "--axis", "task_success").exit_code == 0
