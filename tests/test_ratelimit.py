@@ -34,7 +34,7 @@ from judgekit.run.execute import LocalExecutor
 from judgekit.run.jobs import identity_of
 from judgekit.run.pace import Endpoint, LocalPacer
 from judgekit.run.plan import iter_plans
-from judgekit.suite import load_suite
+from judgekit.suite import Budget, load_suite
 from judgekit.testing import Reply, RequestsPerMinute, ScriptedOpenAIServer
 from test_judge_runner import MODEL, scripted_judge
 
@@ -167,12 +167,10 @@ def test_a_call_larger_than_a_burst_still_goes_at_the_buckets_pace():
 
 
 def test_the_budget_is_held_by_the_pacer():
-    pacer = LocalPacer(budget=load_suite(EXAMPLE).suite.budget or None)
-    assert asyncio.run(pacer.acquire(Endpoint("judge"), 10)) is None
-    from judgekit.suite import Budget
-
     pacer = LocalPacer(budget=Budget(max_tokens=100))
-    pacer.settle(Endpoint("judge"), 0, 100, None)
+    pacer.settle(Endpoint("judge"), 0, 99, None)
+    assert asyncio.run(pacer.acquire(Endpoint("judge"), 10)) is None
+    pacer.settle(Endpoint("judge"), 0, 1, None)
     assert asyncio.run(pacer.acquire(Endpoint("judge"), 10)) == "token budget spent (100 of 100)"
     assert asyncio.run(pacer.acquire(Endpoint("judge"), 10, check_budget=False)) is None  # a retry goes on
 
