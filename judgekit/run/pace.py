@@ -123,15 +123,12 @@ class LocalPacer:
         self.spent_usd = spent_usd
         self.clock = clock
         self.sleep = sleep
-        self.waited_s = 0.0
-        """Seconds calls spent waiting for their endpoint's turn, all calls together."""
         self._lanes: dict[str, _Lane] = {}
 
     async def acquire(self, endpoint: Endpoint, tokens: int, *, check_budget: bool = True) -> str | None:
         if check_budget and (spent := budget_spent(self.budget, self.spent_tokens, self.spent_usd)) is not None:
             return spent
         lane = self._lane(endpoint)
-        started = self.clock()
         if lane.requests is None and lane.tokens is None:
             await self._unpaused(lane)  # no rate: only a 429's pause to wait out
         else:
@@ -143,7 +140,6 @@ class LocalPacer:
                     await self._take(lane, lane.tokens, max(0, wanted))
                 if lane.requests is not None:
                     await self._take(lane, lane.requests, 1)
-        self.waited_s += self.clock() - started
         return None
 
     def settle(self, endpoint: Endpoint, reserved: int, used: int | None, cost_usd: float | None) -> None:
