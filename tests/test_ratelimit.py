@@ -240,3 +240,8 @@ def test_two_judges_on_one_endpoint_with_different_rates_are_refused():
     with pytest.raises(ConfigError, match="different rate limits"):
         resolver.resolve(JudgeSpec(model=MODEL, api_base="http://127.0.0.1:9/v1", max_tokens=77))
     resolver.resolve(JudgeSpec(model=MODEL, api_base="http://127.0.0.1:8/v1"))  # another endpoint: its own
+
+
+def test_a_pacer_passed_in_keeps_the_budget_so_a_second_budget_is_refused():
+    with pytest.raises(ConfigError, match="keeps its budget there"):
+        LocalExecutor(pacer=LocalPacer(), budget=Budget(max_tokens=10))

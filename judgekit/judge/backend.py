@@ -152,6 +152,13 @@ def _is_rate_limit(exc: BaseException) -> bool:
     return isinstance(exc, _litellm().RateLimitError) or getattr(exc, "status_code", None) == 429
 
 
+def _report(exc: BaseException, pace: Pace | None) -> None:
+    """A 429 with Retry-After pauses its endpoint for every call to it (the last attempt's too:
+    the provider asked every caller to wait), when the call is paced."""
+    if pace is not None and _is_rate_limit(exc) and (after := _retry_after(exc)) is not None:
+        pace.rate_limited(after)
+
+
 def _is_transient(exc: BaseException) -> bool:
     litellm = _litellm()
     transient = (
@@ -218,11 +225,10 @@ class LitellmBackend:
 
     def _backoff(self, exc: BaseException | None, attempt_number: int, pace: Pace | None = None) -> float:
         """Retry-After when the server gave one; otherwise exponential backoff with full jitter.
-        A 429's Retry-After with a ``pace`` pauses the whole endpoint there (0 here: the retry
-        waits for its turn on the pace)."""
+        0 for a 429's Retry-After with a ``pace``: it paused the whole endpoint there (``_report``),
+        and the retry waits for its turn on the pace."""
         after = _retry_after(exc) if exc is not None else None
         if after is not None and pace is not None and _is_rate_limit(exc):
-            pace.rate_limited(after)
             return 0.0
         if after is not None:
             return after
@@ -261,6 +267,7 @@ class LitellmBackend:
         try:
             response = await call()
         except Exception as exc:  # noqa: BLE001 - classified just below
+            _report(exc, request.pace)
             if not _is_transient(exc) or max_attempts == 1:
                 raise CallFailed(_failure_reason(exc), _describe(exc), (_failure_reason(exc),)) from None
             return await self._retry(call, exc, max_attempts, request.pace)
@@ -272,11 +279,15 @@ class LitellmBackend:
         if delay := self._backoff(first_failure, 1, pace):
             await self.sleep(delay)
         failures = [_failure_reason(first_failure)]
+        async def wait(seconds: float) -> None:
+            if seconds > 0:  # 0: the pace waits instead (a 429 paused the endpoint there)
+                await self.sleep(seconds)
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max_attempts - 1),
             wait=lambda state: self._backoff(state.outcome.exception(), state.attempt_number + 1, pace),
             retry=retry_if_exception(_is_transient),
-            sleep=self.sleep,
+            sleep=wait,
             reraise=False,
         )
         try:
@@ -288,6 +299,7 @@ class LitellmBackend:
                         response = await call()
                     except Exception as exc:
                         failures.append(_failure_reason(exc))
+                        _report(exc, pace)
                         raise
         except RetryError as exc:
             last = exc.last_attempt.exception()

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from judgekit.cache.base import VerdictStore
 from judgekit.cache.writer import CacheWriter
+from judgekit.errors import ConfigError
 from judgekit.judge.backend import Backend, LitellmBackend
 from judgekit.judge.resolve import Connector
 from judgekit.judge.target import Connection, JudgeTarget
@@ -63,8 +64,8 @@ class LocalExecutor(Executor):
     ``Connector`` that starts the embedded judge on first use and stops it on ``close``.
     ``progress(n)`` is called with each window's number of jobs and gives the callback to call
     once per job answered. ``pacer``: each endpoint's rate and the budget, shared by every call
-    (default: a ``LocalPacer`` holding ``budget``); an executor spread over processes passes one
-    they all reach.
+    (default: a ``LocalPacer`` holding ``budget``); one passed in holds its own budget, so
+    ``budget`` with it is refused.
     """
 
     def __init__(
@@ -79,6 +80,9 @@ class LocalExecutor(Executor):
         connect: Callable[[JudgeTarget], Connection] | None = None,
         pacer: Pacer | None = None,
     ):
+        if pacer is not None and budget is not None:
+            raise ConfigError("a run given its own pacer keeps its budget there: set the budget on the pacer, "
+                              "not in the suite or with --budget-*")
         self._stack = ExitStack()
         self.store = store
         self.backend = backend or LitellmBackend()
