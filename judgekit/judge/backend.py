@@ -279,6 +279,7 @@ class LitellmBackend:
         if delay := self._backoff(first_failure, 1, pace):
             await self.sleep(delay)
         failures = [_failure_reason(first_failure)]
+
         async def wait(seconds: float) -> None:
             if seconds > 0:  # 0: the pace waits instead (a 429 paused the endpoint there)
                 await self.sleep(seconds)

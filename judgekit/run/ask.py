@@ -81,10 +81,8 @@ async def _ask(job: JudgeJob, backend: Backend, connection: Connection | Callabl
     # Reserved as the dry run estimates a call: the prompt's counted tokens plus max_tokens.
     reserve = count_prompt_tokens(job.judge.litellm_model, job.prompt.messages) + spec.max_tokens \
         if endpoint.counts_tokens else 0
-    started = clock()
     if (spent := await pacer.acquire(endpoint, reserve)) is not None:
         return unscored(job, key, "budget", spent)
-    queued_s = clock() - started  # waiting for the endpoint's turn or a free slot is not the judge's latency
 
     if connection is None:
         connection = direct_connection(job.judge)
@@ -104,9 +102,11 @@ async def _ask(job: JudgeJob, backend: Backend, connection: Connection | Callabl
         api_key=connection.api_key,
         pace=CallPace(pacer, endpoint),
     )
+    started = clock()
     attempts = prompt_tokens = completion_tokens = 0
     cost: float | None = 0.0
     problem = ""
+    queued_s = 0.0  # waiting for the endpoint's turn or a free slot on the server is not the judge's latency
 
     def latency() -> float:
         return clock() - started - queued_s
