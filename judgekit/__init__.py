@@ -44,6 +44,8 @@ _LAZY = {
     "LocalExecutor": "judgekit.run",
     "ask": "judgekit.run",
     "Ledger": "judgekit.run",
+    "Pacer": "judgekit.run",
+    "LocalPacer": "judgekit.run",
     "read_run": "judgekit.run",
     "open_run": "judgekit.run",
     "TrajectoryResult": "judgekit.results",

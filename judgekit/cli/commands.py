@@ -41,6 +41,12 @@ from judgekit.schemas import SCHEMA_NAMES
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop judging cleanly past this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop judging cleanly past this cost.")
+@click.option("--rpm", type=click.IntRange(1),
+              help="Most judge calls a minute to each judge endpoint, retries included (overrides the judge "
+                   "settings' rate.requests_per_minute; not part of any cache key).")
+@click.option("--tpm", type=click.IntRange(1),
+              help="Most tokens a minute to each judge endpoint, prompt + completion (overrides the judge "
+                   "settings' rate.tokens_per_minute; not part of any cache key).")
 @click.option("--gate", "apply_gate", is_flag=True, help="Then gate the run: exit 1 when it fails (see `judgekit gate`).")
 @click.option("--compare", "do_compare", is_flag=True,
               help="Then compare with the baseline (see `judgekit compare`) and record the run in the history.")
@@ -52,7 +58,7 @@ from judgekit.schemas import SCHEMA_NAMES
               help="Plan only: judge questions, how many the cache answers, estimated tokens and cost; spend nothing.")
 @handle_errors
 def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, judge_api_key_env, allow_floating,
-        concurrency, cache_dir, no_cache, budget_tokens, budget_usd, apply_gate, do_compare, baseline, max_drop,
+        concurrency, cache_dir, no_cache, budget_tokens, budget_usd, rpm, tpm, apply_gate, do_compare, baseline, max_drop,
         max_drop_axis, axes, require_baseline, do_record, history_path, junit, markdown, html, dry_run) -> None:
     """Score every trajectory of SUITE (a suite file, or a folder holding suite.yaml).
 
@@ -74,6 +80,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     from judgekit.cli._render_table import TablePrinter
     from judgekit.runtime import init
     from judgekit.judge.resolve import JudgeOverride
+    from judgekit.judge.spec import RateLimit
     from judgekit.run import RunOptions, run_suite
     from judgekit.run.record import is_run_record
     from judgekit.suite import Budget, load_suite
@@ -91,7 +98,8 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
                       suite_inputs(loaded) + history_files(history_path) + baseline_file)
     budget = Budget(max_tokens=budget_tokens, max_cost_usd=budget_usd) if (budget_tokens or budget_usd) else None
     options = RunOptions(
-        override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env),
+        override=JudgeOverride(judge_model, judge_api_base, judge_api_key_env,
+                               RateLimit(requests_per_minute=rpm, tokens_per_minute=tpm) if (rpm or tpm) else None),
         allow_floating=allow_floating,
         concurrency=concurrency,
         cache_dir=cache_dir,

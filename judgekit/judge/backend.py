@@ -3,7 +3,9 @@
 One call = one chat completion at temperature 0 with a JSON-schema response format, retried
 with tenacity on transient faults (429 honouring Retry-After, 5xx, timeouts, dropped
 connections) with exponential backoff and jitter, a bounded number of attempts. ``sleep`` is
-injected so tests run retries without waiting.
+injected so tests run retries without waiting. A request may carry a ``Pace`` (its endpoint's
+shared rate): each retry then waits for its turn there, and a 429 with Retry-After pauses the
+endpoint for every call to it instead of this call alone.
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ MAX_RETRY_AFTER_S = 60.0
 _UNPRICED: set[str | None] = set()  # models litellm's cost map cannot price
 
 
+class Pace(Protocol):
+    """One call's share of its endpoint's rate (``judgekit.run.pace`` makes them)."""
+
+    async def next_attempt(self) -> None:
+        """Wait until the endpoint may be called again (a retry is one more request)."""
+        ...
+
+    def rate_limited(self, retry_after_s: float) -> None:
+        """The endpoint answered 429 with Retry-After: every call to it waits that long."""
+        ...
+
+
 @dataclass
 class CallRequest:
     model: str
@@ -37,6 +51,8 @@ class CallRequest:
     extra_body: dict[str, Any] | None = None
     """Fields the OpenAI API does not name, sent in the request body as they are (llama.cpp's
     ``grammar`` for the embedded judge)."""
+    pace: Pace | None = None
+    """The endpoint's shared rate, which retries wait on (None: each retry backs off alone)."""
 
 
 @dataclass
@@ -126,6 +142,23 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def count_prompt_tokens(model: str, messages: list[dict[str, str]]) -> int:
+    """The prompt's tokens as litellm's ``token_counter`` counts them for ``model`` (its default
+    tokenizer for a model it does not know: an approximation)."""
+    return int(_litellm().token_counter(model=model, messages=messages))
+
+
+def _is_rate_limit(exc: BaseException) -> bool:
+    return isinstance(exc, _litellm().RateLimitError) or getattr(exc, "status_code", None) == 429
+
+
+def _report(exc: BaseException, pace: Pace | None) -> None:
+    """A 429 with Retry-After pauses its endpoint for every call to it (the last attempt's too:
+    the provider asked every caller to wait), when the call is paced."""
+    if pace is not None and _is_rate_limit(exc) and (after := _retry_after(exc)) is not None:
+        pace.rate_limited(after)
+
+
 def _is_transient(exc: BaseException) -> bool:
     litellm = _litellm()
     transient = (
@@ -190,9 +223,13 @@ class LitellmBackend:
         if _IMPORTED:
             _litellm().in_memory_llm_clients_cache.flush_cache()
 
-    def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
-        """Retry-After when the server gave one; otherwise exponential backoff with full jitter."""
+    def _backoff(self, exc: BaseException | None, attempt_number: int, pace: Pace | None = None) -> float:
+        """Retry-After when the server gave one; otherwise exponential backoff with full jitter.
+        0 for a 429's Retry-After with a ``pace``: it paused the whole endpoint there (``_report``),
+        and the retry waits for its turn on the pace."""
         after = _retry_after(exc) if exc is not None else None
+        if after is not None and pace is not None and _is_rate_limit(exc):
+            return 0.0
         if after is not None:
             return after
         cap = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt_number - 1))
@@ -214,30 +251,40 @@ class LitellmBackend:
         try:
             response = await call()
         except Exception as exc:  # noqa: BLE001 - classified just below
+            _report(exc, request.pace)
             if not _is_transient(exc) or max_attempts == 1:
                 raise CallFailed(_failure_reason(exc), _describe(exc), (_failure_reason(exc),)) from None
-            return await self._retry(call, exc, max_attempts)
+            return await self._retry(call, exc, max_attempts, request.pace)
         return self._read(response, failures=())
 
-    async def _retry(self, call, first_failure: BaseException, max_attempts: int) -> RawReply:
+    async def _retry(self, call, first_failure: BaseException, max_attempts: int, pace: Pace | None) -> RawReply:
         from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt
 
-        await self.sleep(self._backoff(first_failure, 1))
+        if delay := self._backoff(first_failure, 1, pace):
+            await self.sleep(delay)
         failures = [_failure_reason(first_failure)]
+
+        async def wait(seconds: float) -> None:
+            if seconds > 0:  # 0: the pace waits instead (a 429 paused the endpoint there)
+                await self.sleep(seconds)
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max_attempts - 1),
-            wait=lambda state: self._backoff(state.outcome.exception(), state.attempt_number + 1),
+            wait=lambda state: self._backoff(state.outcome.exception(), state.attempt_number + 1, pace),
             retry=retry_if_exception(_is_transient),
-            sleep=self.sleep,
+            sleep=wait,
             reraise=False,
         )
         try:
             async for attempt in retrying:
                 with attempt:
+                    if pace is not None:
+                        await pace.next_attempt()
                     try:
                         response = await call()
                     except Exception as exc:
                         failures.append(_failure_reason(exc))
+                        _report(exc, pace)
                         raise
         except RetryError as exc:
             last = exc.last_attempt.exception()

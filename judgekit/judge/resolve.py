@@ -13,17 +13,20 @@ from dataclasses import dataclass
 
 from judgekit._util.text import register_secret
 from judgekit.errors import ConfigError
-from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, check_pinned
+from judgekit.judge.spec import LOCAL_MODEL, JudgeSpec, RateLimit, check_pinned
 from judgekit.judge.target import Connection, JudgeTarget
 
 
 @dataclass(frozen=True)
 class JudgeOverride:
-    """``--judge-model``, ``--judge-api-base``, ``--judge-api-key-env``: part of provenance and the cache key."""
+    """``--judge-model``, ``--judge-api-base``, ``--judge-api-key-env``: part of provenance and the
+    cache key; and ``--rpm``/``--tpm`` (``rate``), which are neither: each figure set replaces
+    that of every judge's own ``rate``."""
 
     model: str | None = None
     api_base: str | None = None
     api_key_env: str | None = None
+    rate: RateLimit | None = None
 
     @property
     def active(self) -> bool:
@@ -49,8 +52,11 @@ class JudgeResolver:
         self._allow_floating = allow_floating
         self._environ = environ
         self._resolved: dict[str, JudgeTarget] = {}
+        self._rates: dict[str, tuple[RateLimit | None, str]] = {}  # rate key -> its rate, and the model that set it
 
     def resolve(self, spec: JudgeSpec) -> JudgeTarget:
+        if self._override.rate is not None:
+            spec = spec.model_copy(update={"rate": self._override.rate.over(spec.rate)})
         if self._override.active:
             spec = spec.model_copy(
                 update={
@@ -62,8 +68,22 @@ class JudgeResolver:
             )
         cache_key = spec.model_dump_json()
         if cache_key not in self._resolved:
-            self._resolved[cache_key] = self._resolve(spec)
+            target = self._resolve(spec)
+            self._check_rate(target)
+            self._resolved[cache_key] = target
         return self._resolved[cache_key]
+
+    def _check_rate(self, target: JudgeTarget) -> None:
+        """One rate per endpoint: two judges that call the same one under different limits are refused."""
+        rate, model = self._rates.setdefault(target.rate_key, (target.spec.rate, target.model_pin))
+        if rate != target.spec.rate:
+            def text(limit: RateLimit | None) -> str:
+                return "no limit" if limit is None else limit.model_dump_json(exclude_none=True)
+
+            raise ConfigError(
+                f"two judges call {target.rate_key} under different rate limits ({model}: {text(rate)}; "
+                f"{target.model_pin}: {text(target.spec.rate)}): set the same `rate:` in both judge settings, "
+                "or pass --rpm/--tpm")
 
     def _resolve(self, spec: JudgeSpec) -> JudgeTarget:
         if spec.model == LOCAL_MODEL:

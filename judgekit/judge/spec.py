@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from judgekit.errors import ConfigError
 
@@ -29,6 +29,26 @@ def is_pinned(model: str) -> bool:
     if _FLOATING.search(model):
         return False
     return bool(_DATED.search(model.rsplit("/", 1)[-1]))
+
+
+class RateLimit(BaseModel):
+    """How fast one judge endpoint may be called: what its provider allows this key, per minute."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+    requests_per_minute: int | None = Field(
+        None, gt=0, description="Most calls a minute to the endpoint, retries included (None: no limit).")
+    tokens_per_minute: int | None = Field(
+        None, gt=0, description="Most tokens a minute (prompt + completion): each call reserves its prompt's "
+        "counted tokens plus max_tokens before it is sent, and the reply's usage settles the difference "
+        "(None: no limit).")
+
+    def over(self, base: RateLimit | None) -> RateLimit:
+        """This limit, each figure it leaves unset taken from ``base``."""
+        if base is None:
+            return self
+        return RateLimit(requests_per_minute=self.requests_per_minute or base.requests_per_minute,
+                         tokens_per_minute=self.tokens_per_minute or base.tokens_per_minute)
 
 
 class JudgeSpec(BaseModel):
@@ -66,6 +86,22 @@ class JudgeSpec(BaseModel):
         description="Show the agent's output to the task-success judge. Off by default: judge the "
         "world, not the wording.",
     )
+
+    rate: RateLimit | None = Field(
+        None,
+        description="Requests and tokens per minute for this judge's endpoint, shared by every call to it "
+        "(--rpm and --tpm override them). How fast, not what is asked: not part of any cache key, fingerprint, "
+        "provenance or rubric hash.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _unset_rate_unwritten(self, write: SerializerFunctionWrapHandler) -> dict:
+        # A spec written without a rate dumps as it did before the field existed, so the hashes
+        # of settings that dump it whole (a safety report's suite_sha256) stay as they were.
+        data = write(self)
+        if self.rate is None and isinstance(data, dict):
+            data.pop("rate", None)
+        return data
 
     @field_validator("model")
     @classmethod

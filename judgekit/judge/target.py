@@ -33,6 +33,14 @@ class JudgeTarget:
     max_concurrency: int | None = None
     """A server with few slots (the embedded judge has one)."""
 
+    @property
+    def rate_key(self) -> str:
+        """What a rate limit counts calls against: the server (``endpoint``), or for a provider's
+        own API, which limits each model separately, the model; with the key's variable when one
+        is named, since a provider limits each key. Names no secret."""
+        scope = self.litellm_model if self.endpoint == "provider default" else self.endpoint
+        return f"{scope} (key {self.api_key_env})" if self.api_key_env else scope
+
 
 @dataclass(frozen=True)
 class Connection:

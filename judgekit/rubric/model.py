@@ -361,8 +361,9 @@ class Rubric(_Strict):
 
     def canonical(self) -> dict[str, Any]:
         """The canonical content: defaults left out, so adding an optional field to the format
-        later does not change the hash of rubrics that do not use it."""
-        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        later does not change the hash of rubrics that do not use it. The judge's rate limit is
+        left out too: it says how fast to ask, not what (a changed rate keeps every verdict)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True, exclude={"judge": {"rate"}})
 
     def sha256(self) -> str:
         # Rubrics are frozen once loaded (pre-registered), so the hash is computed once. It is

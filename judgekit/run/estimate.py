@@ -122,7 +122,9 @@ class Pricer:
         return self._litellm
 
     def tokens(self, model: str, messages: list[dict[str, str]]) -> int:
-        return int(self._lib().token_counter(model=model, messages=messages))
+        from judgekit.judge.backend import count_prompt_tokens  # as a run reserves them against its rate
+
+        return count_prompt_tokens(model, messages)
 
     def per_token(self, model: str) -> tuple[float, float] | None:
         """(input, output) dollars per token, or None when the map has no price for ``model``."""

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from judgekit.cache.base import VerdictStore
 from judgekit.cache.writer import CacheWriter
+from judgekit.errors import ConfigError
 from judgekit.judge.backend import Backend, LitellmBackend
 from judgekit.judge.resolve import Connector
 from judgekit.judge.target import Connection, JudgeTarget
@@ -27,6 +28,7 @@ from judgekit.run.ask import ask
 from judgekit.run.jobs import JudgeJob, differing_identity, model_mismatch
 from judgekit.run.ledger import Ledger
 from judgekit.run.memo import Memo, look_up_by_fingerprint
+from judgekit.run.pace import LocalPacer, Pacer
 from judgekit.suite import Budget
 from judgekit.verdict import JudgeVerdict
 
@@ -61,7 +63,9 @@ class LocalExecutor(Executor):
     ``connect`` turns a job's target into its connection (address, key); by default a
     ``Connector`` that starts the embedded judge on first use and stops it on ``close``.
     ``progress(n)`` is called with each window's number of jobs and gives the callback to call
-    once per job answered.
+    once per job answered. ``pacer``: each endpoint's rate and the budget, shared by every call
+    (default: a ``LocalPacer`` holding ``budget``); one passed in holds its own budget, so
+    ``budget`` with it is refused.
     """
 
     def __init__(
@@ -74,7 +78,11 @@ class LocalExecutor(Executor):
         progress: Callable[[int], Callable[[], None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         connect: Callable[[JudgeTarget], Connection] | None = None,
+        pacer: Pacer | None = None,
     ):
+        if pacer is not None and budget is not None:
+            raise ConfigError("a run given its own pacer keeps its budget there: set the budget on the pacer, "
+                              "not in the suite or with --budget-*")
         self._stack = ExitStack()
         self.store = store
         self.backend = backend or LitellmBackend()
@@ -84,6 +92,7 @@ class LocalExecutor(Executor):
         self.clock = clock
         self.connect = connect or Connector(self._stack)
         self.ledger = Ledger()
+        self.pacer = pacer or LocalPacer(budget=budget)
         self.refused: list[tuple[str, str]] = []  # (key, why) of cached verdicts not taken
         self._slots: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._memo = Memo()
@@ -191,7 +200,7 @@ class LocalExecutor(Executor):
         async def question(key: str, indexes: list[int]) -> None:
             try:
                 job = jobs[indexes[0]]
-                verdict = await ask(job, self.backend, self.connect, key=key, ledger=self.ledger, budget=self.budget,
+                verdict = await ask(job, self.backend, self.connect, key=key, ledger=self.ledger, pacer=self.pacer,
                                     clock=self.clock, slot=self._slot(job.judge), answers=len(indexes))
                 if verdict.status == "scored" and writer is None:
                     self._memo.remember(key, verdict)  # no store keeps it for a later window

@@ -58,13 +58,8 @@ class Ledger(BaseModel):
         )
 
     def over(self, budget: Budget | None) -> str | None:
-        if budget is None:
-            return None
-        if budget.max_tokens is not None and self.tokens >= budget.max_tokens:
-            return f"token budget spent ({self.tokens} of {budget.max_tokens})"
-        if budget.max_cost_usd is not None and self.cost_usd >= budget.max_cost_usd:
-            return f"cost budget spent (${self.cost_usd:.4f} of ${budget.max_cost_usd})"
-        return None
+        """Why this ledger's spend is past ``budget`` (None while it is not)."""
+        return budget_spent(budget, self.tokens, self.cost_usd)
 
     def as_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -87,3 +82,14 @@ class Ledger(BaseModel):
     def count_unscored(self, reason: str, jobs: int = 1) -> None:
         """``jobs`` jobs got an unscored verdict for ``reason`` (counted per job, like cache hits)."""
         self.unscored[reason] = self.unscored.get(reason, 0) + jobs
+
+
+def budget_spent(budget: Budget | None, tokens: int, cost_usd: float) -> str | None:
+    """Why ``tokens`` and ``cost_usd`` spent are past ``budget`` (None while they are not)."""
+    if budget is None:
+        return None
+    if budget.max_tokens is not None and tokens >= budget.max_tokens:
+        return f"token budget spent ({tokens} of {budget.max_tokens})"
+    if budget.max_cost_usd is not None and cost_usd >= budget.max_cost_usd:
+        return f"cost budget spent (${cost_usd:.4f} of ${budget.max_cost_usd})"
+    return None

@@ -19,6 +19,7 @@ from judgekit.errors import ConfigError
 from judgekit.judge.backend import Backend
 from judgekit.judge.resolve import JudgeOverride
 from judgekit.run.execute import Executor, LocalExecutor
+from judgekit.run.pace import Pacer
 from judgekit.run.plan import DEFAULT_WINDOW
 from judgekit.suite import Budget, LoadedSuite
 
@@ -40,6 +41,11 @@ class RunOptions:
     """Answers the judge questions: the name of a registered executor (``local``, or one a third
     party registers under the entry-point group ``judgekit.executors``), made for the run and
     closed by it; or an ``Executor``, which its caller closes."""
+    pacer: Pacer | None = None
+    """Each judge endpoint's rate and the budget, for the ``local`` executor: None, a
+    ``LocalPacer`` holding ``budget`` (else the suite's). One passed in keeps its own budget,
+    and its own clock and sleep (tests pass one on a virtual clock): a run that also names a
+    budget is refused."""
 
 
 # --- the store and the executors a run can name ---------------------------------------------------
@@ -63,7 +69,7 @@ def local_executor(loaded: LoadedSuite, options: RunOptions) -> LocalExecutor:
     unless ``options`` say otherwise."""
     return LocalExecutor(store=open_store(loaded, options), backend=options.backend,
                          concurrency=options.concurrency or loaded.suite.concurrency,
-                         budget=options.budget or loaded.suite.budget, progress=options.progress)
+                         budget=options.budget or loaded.suite.budget, progress=options.progress, pacer=options.pacer)
 
 
 ExecutorFactory = Callable[[LoadedSuite, RunOptions], Executor]

@@ -91,6 +91,7 @@ from judgekit.testing.replies import (
     ReplyKind,
     ScriptSpec,
 )
+from judgekit.testing.ratelimit import RequestsPerMinute
 from judgekit.testing.server import Script, ScriptedOpenAIServer, ScriptFunction
 from judgekit.testing.spawn import SpawnedScriptedServer
 
@@ -98,6 +99,7 @@ __all__ = [
     "SCRIPT_FORMAT_VERSION",
     "Reply",
     "ReplyKind",
+    "RequestsPerMinute",
     "Script",
     "ScriptFunction",
     "ScriptSpec",

@@ -24,6 +24,7 @@ from judgekit.testing.batches import ScriptedBatches
 from judgekit.testing.replies import Rendered, Reply, ScriptSpec, error_body, render
 
 if TYPE_CHECKING:
+    from judgekit.testing.ratelimit import RequestsPerMinute
     from judgekit.testing.spawn import SpawnedScriptedServer
 
 HOST = "127.0.0.1"
@@ -239,7 +240,8 @@ class ScriptedOpenAIServer:
     arrival order), a ``ScriptSpec``, or a function ``(request_json, n) -> Reply`` where ``n``
     is the 0-based arrival number (decide on the request content to stay independent of
     concurrency order). ``default_delay_s`` applies to replies whose ``delay_s`` is None.
-    ``models`` are listed by ``GET /v1/models``. ``port=0`` picks a free port.
+    ``models`` are listed by ``GET /v1/models``. ``port=0`` picks a free port. ``rate_limit``
+    (``judgekit.testing.ratelimit.RequestsPerMinute``): a provider's limit, 429 with Retry-After above it.
     """
 
     def __init__(
@@ -249,7 +251,9 @@ class ScriptedOpenAIServer:
         default_delay_s: float = 0.0,
         models: Sequence[str] = ("test-model",),
         port: int = 0,
+        rate_limit: RequestsPerMinute | None = None,
     ):
+        self.rate_limit = rate_limit
         if default_delay_s < 0:
             raise ValueError("default_delay_s must be >= 0")
         self._chooser = _Chooser(script)
@@ -469,7 +473,8 @@ class ScriptedOpenAIServer:
             self._requests.append(request)
             try:
                 # Under the lock so a list is consumed in exactly arrival order.
-                reply = self._chooser.choose(request, n)
+                limited = self.rate_limit.check() if self.rate_limit is not None else None
+                reply = limited or self._chooser.choose(request, n)
             except Exception as exc:  # the scripter's bug: report it, answer 500
                 message = f"request #{n + 1}: {type(exc).__name__}: {exc}"
                 self._script_errors.append(message)
