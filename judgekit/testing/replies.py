@@ -1,4 +1,5 @@
-"""Scripted replies of the fake OpenAI server: the models and how each becomes an HTTP answer.
+"""Scripted replies of the fake OpenAI server: the models, how each becomes an HTTP answer, and
+which reply a script gives each request (``Chooser``).
 
 Public names are re-exported by ``judgekit.testing``; this module holds no network code.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -311,3 +312,50 @@ def render(reply: Reply, request: Mapping[str, Any], *, created: int, api_key: s
         },
     }
     return Rendered(200, json.dumps(payload, ensure_ascii=False).encode())
+
+
+ScriptFunction = Callable[[dict[str, Any], int], Reply]
+Script = Reply | Sequence[Reply] | ScriptSpec | ScriptFunction
+
+
+class Chooser:
+    """Picks the reply for request number ``n`` (0-based, in arrival order)."""
+
+    def __init__(self, script: Script):
+        if isinstance(script, Reply):
+            script = ScriptSpec.constant(script)
+        elif isinstance(script, Sequence) and not isinstance(script, str | bytes):
+            script = ScriptSpec(replies=list(script), mode="sequence")
+        if isinstance(script, ScriptSpec):
+            self._spec: ScriptSpec | None = script
+            self._function: ScriptFunction | None = None
+        elif callable(script):
+            self._spec = None
+            self._function = script
+        else:
+            raise TypeError(
+                "script must be a Reply, a list of Reply, a ScriptSpec or a function "
+                f"(request_json, n) -> Reply; got {type(script).__name__}"
+            )
+
+    @property
+    def spec(self) -> ScriptSpec | None:
+        return self._spec
+
+    def choose(self, request: dict[str, Any], n: int) -> Reply:
+        if self._function is not None:
+            reply = self._function(request, n)
+            if not isinstance(reply, Reply):
+                raise TypeError(f"script function returned {type(reply).__name__}, not Reply")
+            return reply
+        assert self._spec is not None
+        replies = self._spec.replies
+        if self._spec.mode == "cycle":
+            return replies[n % len(replies)]
+        if n >= len(replies):
+            raise ScriptExhausted(f"script exhausted: request #{n + 1} but only {len(replies)} replies")
+        return replies[n]
+
+
+class ScriptExhausted(Exception):
+    """A ``sequence`` script has no reply left for the request."""

@@ -14,14 +14,23 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 from judgekit.testing.batches import ScriptedBatches
-from judgekit.testing.replies import Rendered, Reply, ScriptSpec, error_body, render
+from judgekit.testing.replies import (
+    Chooser,
+    Rendered,
+    Reply,
+    Script,
+    ScriptFunction,
+    ScriptSpec,
+    error_body,
+    render,
+)
 
 if TYPE_CHECKING:
     from judgekit.testing.ratelimit import RequestsPerMinute
@@ -31,53 +40,6 @@ HOST = "127.0.0.1"
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 STATS_PATH = "/_judgekit/stats"
-
-ScriptFunction = Callable[[dict[str, Any], int], Reply]
-Script = Reply | Sequence[Reply] | ScriptSpec | ScriptFunction
-
-
-class _Chooser:
-    """Picks the reply for request number ``n`` (0-based, in arrival order)."""
-
-    def __init__(self, script: Script):
-        if isinstance(script, Reply):
-            script = ScriptSpec.constant(script)
-        elif isinstance(script, Sequence) and not isinstance(script, str | bytes):
-            script = ScriptSpec(replies=list(script), mode="sequence")
-        if isinstance(script, ScriptSpec):
-            self._spec: ScriptSpec | None = script
-            self._function: ScriptFunction | None = None
-        elif callable(script):
-            self._spec = None
-            self._function = script
-        else:
-            raise TypeError(
-                "script must be a Reply, a list of Reply, a ScriptSpec or a function "
-                f"(request_json, n) -> Reply; got {type(script).__name__}"
-            )
-
-    @property
-    def spec(self) -> ScriptSpec | None:
-        return self._spec
-
-    def choose(self, request: dict[str, Any], n: int) -> Reply:
-        if self._function is not None:
-            reply = self._function(request, n)
-            if not isinstance(reply, Reply):
-                raise TypeError(f"script function returned {type(reply).__name__}, not Reply")
-            return reply
-        assert self._spec is not None
-        replies = self._spec.replies
-        if self._spec.mode == "cycle":
-            return replies[n % len(replies)]
-        if n >= len(replies):
-            raise _ScriptExhausted(f"script exhausted: request #{n + 1} but only {len(replies)} replies")
-        return replies[n]
-
-
-class _ScriptExhausted(Exception):
-    pass
-
 
 class _HTTPServer(socketserver.ThreadingMixIn, HTTPServer):
     """Threads per connection, tracked by us so ``stop`` can close and join every one."""
@@ -256,7 +218,7 @@ class ScriptedOpenAIServer:
         self.rate_limit = rate_limit
         if default_delay_s < 0:
             raise ValueError("default_delay_s must be >= 0")
-        self._chooser = _Chooser(script)
+        self._chooser = Chooser(script)
         self.default_delay_s = float(default_delay_s)
         self.models = tuple(models)
         self._port = port
