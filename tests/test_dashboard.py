@@ -138,8 +138,8 @@ def test_renders_the_example_run_on_its_own(example):
     assert faithfulness.passed and faithfulness.gating_n == 0 and faithfulness.advisory
     assert page.cells[("faithfulness", "gate")] == "advisory (not gating)"
     assert re.search(r'data-axis="faithfulness" data-field="gate" data-value="advisory"', text)
-    assert page.cells[("tool_correctness", "gate")].startswith("FAIL: mean score")
-    assert 'data-verdict="fail"' in text  # the example's gate fails (its minimums are 1.0)
+    assert page.cells[("tool_correctness", "gate")] == "pass"  # 0.778 meets the example's minimum, 0.77
+    assert 'data-verdict="pass"' in text  # the example's gate passes (its minimums fit its planned failures)
     assert "Not compared with a baseline." in text and "No history for this suite" in text
     passing = {r.trajectory_id: all(a.status == "scored" and a.score == 1.0 for a in r.axes.values())
                for r in first.results}
