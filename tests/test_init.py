@@ -62,9 +62,17 @@ def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path):
     mine.write_text("my own runs\n")
     refused = invoke("init", str(tmp_path))
     assert refused.exit_code == 2
-    assert "would overwrite trajectories.jsonl: nothing written" in refused.output
+    assert "already there: trajectories.jsonl; nothing written" in refused.output
     assert mine.read_text() == "my own runs\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trajectories.jsonl"]  # no staging folder left either
+
+
+def test_init_refuses_a_rubrics_folder_that_holds_other_rubrics(tmp_path):
+    (tmp_path / "rubrics").mkdir()
+    (tmp_path / "rubrics/mine.yaml").write_text("id: mine\n")
+    refused = invoke("init", str(tmp_path))
+    assert refused.exit_code == 2 and "already there: rubrics/mine.yaml; nothing written" in refused.output
+    assert not (tmp_path / "suite.yaml").exists()
 
 
 def test_init_into_a_file_is_refused(tmp_path):

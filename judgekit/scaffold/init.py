@@ -5,8 +5,8 @@ rubric for the world's kind, three trajectories and the world before and after t
 world is one document (``world.json``) written as JSON snapshots or built into SQLite
 databases; the rubric is pre-registered by the lock code itself (``judgekit.rubric.lock``).
 
-Nothing is overwritten: when any file to write exists, nothing is written and the error names
-them. The files are made in a staging folder inside the target and moved into place only once
+Nothing is overwritten: when any file to write exists (or a rubric file in ``rubrics/``, which
+the suite would read too), nothing is written and the error names them. The files are made in a staging folder inside the target and moved into place only once
 all of them, the lock included, are made.
 """
 
@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import judgekit.rubric.lock as locking
 from judgekit.errors import InputError
+from judgekit.rubric.model import rubric_files
 
 WorldKind = Literal["json", "sqlite"]
 WORLD_KINDS: tuple[WorldKind, ...] = ("json", "sqlite")
@@ -57,7 +58,8 @@ def planned_files(world: WorldKind) -> tuple[str, ...]:
 def init_suite(folder: str | Path = ".", world: WorldKind = "json", *, today: date | None = None) -> Scaffold:
     """Write a first suite into ``folder`` (made if missing) for a world of JSON documents or
     SQLite databases. ``today``: the rubric's registration day (default: today). Refuses,
-    writing nothing, when any of its files exists there (InputError naming them)."""
+    writing nothing, when any of its files exists there, or any rubric file in its rubrics/
+    folder (InputError naming them)."""
     if world not in WORLD_KINDS:
         raise ValueError(f"world must be one of {', '.join(WORLD_KINDS)}, not {world!r}")
     folder = Path(folder)
@@ -65,9 +67,12 @@ def init_suite(folder: str | Path = ".", world: WorldKind = "json", *, today: da
     if folder.exists() and not folder.is_dir():
         raise InputError("is a file: `judgekit init` writes into a folder", folder)
     existing = [name for name in files if os.path.lexists(folder / name)]
+    # The suite reads every rubric in rubrics/: one already there would join it unlocked.
+    existing += [p.relative_to(folder).as_posix() for p in rubric_files([folder / "rubrics"])] if (
+        folder / "rubrics").is_dir() else []
     if existing:
-        raise InputError(f"would overwrite {', '.join(existing)}: nothing written; choose another folder, or move "
-                         "them away", folder)
+        raise InputError(f"already there: {', '.join(existing)}; nothing written (init never replaces a file, nor "
+                         "adds its rubric beside others): choose another folder, or move them away", folder)
     shown = folder.as_posix()
     values = {"dir": shown, "rubrics": f"{shown}/rubrics", "registered": (today or date.today()).isoformat(),
               "source": _SNAPSHOT[world][0], "ext": _SNAPSHOT[world][1],
