@@ -79,3 +79,10 @@ def test_init_into_a_file_is_refused(tmp_path):
     (tmp_path / "f").write_text("")
     refused = invoke("init", str(tmp_path / "f"))
     assert refused.exit_code == 2
+
+
+def test_init_without_a_folder_writes_into_the_current_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    made = invoke("init")
+    assert made.exit_code == 0 and "judgekit run . --gate" in made.output
+    assert (tmp_path / "suite.yaml").is_file() and (tmp_path / "snapshots/after.json").is_file()
