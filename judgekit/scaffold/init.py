@@ -17,6 +17,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from datetime import date
 from importlib import resources
@@ -138,13 +139,17 @@ def next_steps(scaffold: Scaffold) -> str:
     """What to do next, for the person who ran ``judgekit init``."""
     shown = scaffold.folder.as_posix()
     return "\n".join([
-        f"wrote a first suite in {shown} ({scaffold.world} world): " + ", ".join(scaffold.files),
+        f"wrote a first suite in {shown} ({scaffold.world} world):",
+        textwrap.fill(", ".join(scaffold.files), width=80, initial_indent="  ", subsequent_indent="  ",
+                      break_on_hyphens=False, break_long_words=False),
         "next:",
-        f"  run it (green, no API key needed):   judgekit run {shown} --gate",
-        f"  make it yours: edit {shown}/rubrics/{RUBRIC_ID}.yaml and put your agent's runs in "
-        f"{shown}/trajectories.jsonl (their worlds in {shown}/snapshots/; `judgekit schema trajectory`)",
-        f"  after editing a rubric, bump its version and lock it again:",
+        "  run it (green, no API key needed):",
+        f"    judgekit run {shown} --gate",
+        f"  make it yours: edit {shown}/rubrics/{RUBRIC_ID}.yaml; put your agent's runs in",
+        f"    {shown}/trajectories.jsonl and their worlds in {shown}/snapshots/ (`judgekit schema trajectory`)",
+        "  after editing a rubric, bump its version and lock it again:",
         f"    judgekit rubric lock {shown}/rubrics --lock {shown}/rubrics/{locking.LOCK_NAME}",
-        f"  in CI, compare with the last green run:   judgekit run {shown} --gate --compare",
+        "  in CI, compare each run with the last green one:",
+        f"    judgekit run {shown} --gate --compare",
         "  docs: docs/getting-started.md",
     ]) + "\n"
