@@ -7,7 +7,7 @@ A trajectory file is JSON Lines, one trajectory per line, read as a stream. Worl
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from judgekit._util.io import Version1, iter_jsonl_raw
 from judgekit.errors import InputError
 from judgekit.world.diff import Diff, diff_snapshots
+from judgekit.world.keys import ListKeys, merge_keys
 from judgekit.world.snapshot import Snapshot, SnapshotPolicy, SnapshotSpec, load_snapshot
 
 TRAJECTORY_FORMAT_VERSION = 1
@@ -54,9 +55,10 @@ class World(BaseModel):
 
     before: SnapshotSpec = Field(description="The world before the agent ran.")
     after: SnapshotSpec = Field(description="The world after the agent ran.")
-    keys: dict[str, str] = Field(
+    keys: ListKeys = Field(
         default_factory=dict,
-        description="JSON snapshots only: JSON pointer of a list -> id field its records are matched by.",
+        description="JSON snapshots only: JSON pointer of a list -> id field its records are matched by. "
+        "Wins, list by list, over the keys the rubric or the suite declares (their world.keys).",
     )
 
 
@@ -109,7 +111,8 @@ class Trajectory(BaseModel):
 @dataclass(frozen=True)
 class LoadedTrajectory:
     """A trajectory with where it came from (file and line), for messages and relative paths,
-    and which snapshot files it may read (``policy``; None: only inside its own folder)."""
+    which snapshot files it may read (``policy``; None: only inside its own folder) and the
+    list keys its rubric and suite declare (``keys``; the trajectory's own win over them)."""
 
     trajectory: Trajectory
     path: Path
@@ -120,6 +123,14 @@ class LoadedTrajectory:
     name: str | None = field(default=None, compare=False)
     """The file as its suite names it (relative to the suite's folder, POSIX separators), or
     None: ``source`` then names the file as read."""
+    keys: Mapping[str, str] = field(default_factory=dict)
+    """List keys declared for it by its rubric and suite, merged (``world.keys.merge_keys``)."""
+
+    @property
+    def list_keys(self) -> dict[str, str]:
+        """The list keys its world is diffed with: the declared ones, then its own."""
+        world = self.trajectory.world
+        return merge_keys(self.keys, world.keys if world is not None else None)
 
     @property
     def line_sha256(self) -> str | None:
@@ -145,14 +156,16 @@ class LoadedTrajectory:
         return f"{self.name or self.path}:{self.line}"
 
 
-def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None, *,
-                      name: str | None = None) -> Iterator[LoadedTrajectory]:
+def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None, *, name: str | None = None,
+                      keys: Mapping[str, str] | None = None) -> Iterator[LoadedTrajectory]:
     """Stream trajectories from a JSON Lines file; errors name the file and line. ``policy``:
     the snapshot files they may read (a suite's), given to each as it is made; ``name``: the
-    file as the suite names it (see ``LoadedTrajectory.source``)."""
+    file as the suite names it (see ``LoadedTrajectory.source``); ``keys``: the list keys
+    declared for them (their rubric's and suite's)."""
     path = Path(path)
+    keys = dict(keys or {})
     for line, trajectory, raw in iter_jsonl_raw(path, Trajectory):
-        yield LoadedTrajectory(trajectory, path, line, policy, raw, name)
+        yield LoadedTrajectory(trajectory, path, line, policy, raw, name, keys)
 
 
 class WorldState:
@@ -186,4 +199,5 @@ class WorldState:
 
     @cached_property
     def diff(self) -> Diff:
-        return diff_snapshots(self.before, self.after, keys=self._require().keys or None)
+        self._require()
+        return diff_snapshots(self.before, self.after, keys=self._loaded.list_keys or None)

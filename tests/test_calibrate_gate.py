@@ -122,7 +122,8 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
         gated, run = run_and_gate(project, server)
     # The run's judge has the calibrated fingerprint, so faithfulness gates: all 9 verdicts
     # count and none is advisory. (Its citations to R1 fail verification where R1 is not the
-    # update, so its mean is below 1.) Task success fails by design.
+    # update, so its mean is below 1, and the gate fails on it.) Task success meets the minimum the
+    # example declares for its planned failures.
     fingerprints = {r["axes"]["faithfulness"]["judge"]["model_pin"] for r in run["results"]}
     assert fingerprints == {"openai/scripted-judge-2024-08-06"}
     assert gated.exit_code == 1
@@ -136,7 +137,8 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
                      r"by 1 labeller; evidence: labels update-email/labels\.jsonl \(sha256 [0-9a-f]{12}\), verdicts "
                      r"update-email/approvals/[0-9a-f]{64}\.verdicts\.jsonl \(sha256 [0-9a-f]{12}\)$",
                      gated.output, re.M), gated.output
-    assert re.search(r"^FAIL task_success: 0\.333", gated.output, re.M)
+    assert re.search(r"^FAIL faithfulness: [\d.]+ \(min 1\.0\)", gated.output, re.M)
+    assert re.search(r"^PASS task_success: 0\.333 \(min 0\.33\)", gated.output, re.M)
     assert gate_of(gated.output).rstrip().endswith("gate: FAILED")
 
 
@@ -294,7 +296,7 @@ def test_gate_reads_the_suites_calibration_folder_never_the_records(project, tmp
 ])
 def test_a_malformed_approval_record_leaves_its_judge_advisory_with_the_reason_and_the_gate_goes_on(project, change):
     """Issue 26: a record that cannot be re-derived is advisory with the reason, never approved,
-    and never stops the gate: the other axes are gated as ever (task success fails by design)."""
+    and never stops the gate: the other axes are gated as ever (at the example's minimums, which pass)."""
     with ScriptedOpenAIServer(answer_like_the_labels) as server:
         assert calibrate(project, server).exit_code == 0
         [path] = sorted((project / "calibration/update-email/approvals").glob("*.json"))
@@ -304,9 +306,9 @@ def test_a_malformed_approval_record_leaves_its_judge_advisory_with_the_reason_a
         gated, _ = run_and_gate(project, server)
     out = project / "run.json"
     for result in (gated, cli(project, "gate", str(out))):
-        assert result.exit_code == 1, result.output  # the gate failed (task success), not refused (2)
+        assert result.exit_code == 0, result.output  # the gate passed, not refused (2)
         assert re.search(r"^ADVISORY faithfulness: n/a \(min 1\.0\) over 0 gating verdict", result.output, re.M)
         section = result.output.split("ADVISORY faithfulness: ")[-1].split("task_success")[0]
         assert "not an approval record" in section and path.name in section, result.output
-        assert re.search(r"^FAIL task_success: 0\.333", result.output, re.M)
-        assert gate_of(result.output).rstrip().endswith("gate: FAILED")
+        assert re.search(r"^PASS task_success: 0\.333 \(min 0\.33\)", result.output, re.M)
+        assert gate_of(result.output).rstrip().endswith("gate: PASSED")

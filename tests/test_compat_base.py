@@ -13,6 +13,8 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 import io
 import json
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -46,6 +48,17 @@ def old_code(folder: Path) -> Path:
     return folder
 
 
+def example_for_old_code(folder: Path) -> Path:
+    """The example (and its rubrics) under ``folder``, its suite without the gate: BASE predates
+    ``gate.min`` (suite format 2). The gate enters no cache key and no result."""
+    for part in ("examples/email-update", "rubrics", "calibration"):
+        shutil.copytree(ROOT / part, folder / part)
+    suite = folder / "examples/email-update/suite.yaml"
+    suite.write_text(re.sub(r"\ngate:\n(  .*\n)+", "\n", suite.read_text()))
+    assert "gate" not in suite.read_text().split("#")[0]
+    return suite.parent
+
+
 def run_old(code: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(code)}
     return subprocess.run([sys.executable, "-c", "import sys; from judgekit.cli import main; sys.exit(main())", *args],
@@ -56,7 +69,7 @@ def test_a_cache_filled_before_the_run_package_answers_every_question_after_it(t
     code = old_code(tmp_path / "old")
     cache = tmp_path / "cache"
     with ScriptedOpenAIServer(scripted_judge) as server:
-        old = run_old(code, "run", str(EXAMPLE), "--judge-model", MODEL, "--judge-api-base", server.base_url,
+        old = run_old(code, "run", str(example_for_old_code(tmp_path / "copy")), "--judge-model", MODEL, "--judge-api-base", server.base_url,
                       "--cache-dir", str(cache), "--out", str(tmp_path / "old.json"), "--format", "jsonl")
         assert old.returncode == 0, old.stderr
         assert "judgekit/run" not in old.stderr and (code / "judgekit" / "scoring.py").exists()  # really the old code
@@ -80,7 +93,7 @@ def test_a_cache_filled_before_the_run_package_answers_every_question_after_it(t
 def test_a_format_1_run_record_is_read_and_gated(tmp_path):
     code = old_code(tmp_path / "old")
     out = tmp_path / "old.json"
-    old = run_old(code, "run", str(EXAMPLE), "--no-cache", "--judge-model", MODEL, "--judge-api-base",
+    old = run_old(code, "run", str(example_for_old_code(tmp_path / "copy")), "--no-cache", "--judge-model", MODEL, "--judge-api-base",
                   "http://127.0.0.1:9/v1", "--out", str(out))
     # No server listens on port 9: every faithfulness verdict is unscored, the deterministic axes are scored.
     assert out.exists(), old.stderr

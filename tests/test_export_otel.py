@@ -187,8 +187,12 @@ def test_a_result_that_is_not_scored_has_an_error_type_and_no_score(judged, tmp_
 
 
 def test_a_format_1_record_exports_the_same_scores(judged, tmp_path):
+    from judgekit.suite.model import GATE_V1_MINIMUMS
+
     record = read_run(judged)
-    v1 = {"format_version": 1, "suite": record.suite, "suite_path": str(record.suite_path()),
+    # The suite's gate as format 1 spelled it (one field per axis): the example names two minimums.
+    gate = {old: record.gate.min[axis] for old, axis in GATE_V1_MINIMUMS.items() if axis in record.gate.min}
+    v1 = {"format_version": 1, "suite": record.suite, "suite_path": str(record.suite_path()), "gate": gate,
           "judgekit_version": record.judgekit_version, "started_at": record.started_at.isoformat(),
           "finished_at": record.finished_at.isoformat(), "calibration_dir": record.calibration_dir,
           "rubrics": {k: v.model_dump() for k, v in record.rubrics.items()},

@@ -95,7 +95,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("calibration",),                             # consumes verdicts only
     ("gate",),
     ("run",),                                     # plan, ask, execute, merge, record
-    ("report", "export", "importers"),            # a run's reports and events; other tools' runs in
+    ("report", "export", "importers", "scaffold"),  # a run's reports and events; other tools' runs in; init
     ("ci",),                                      # after a run: history, compare, the loop
     ("safety", "pytest_plugin"),
     ("cli",),

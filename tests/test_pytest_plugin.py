@@ -250,8 +250,8 @@ def test_a_history_records_each_run_and_a_compare_item_fails_on_a_regression(pro
     from judgekit.ci.history import History
 
     suite = project / SUITE
-    suite.write_text(suite.read_text() + "gate: {min_task_success_rate: 0.0, min_tool_correctness: 0.0, "
-                                          "min_faithfulness: 0.0}\n")
+    suite.write_text(re.sub(r"\ngate:\n(  .*\n)+", "\ngate: {min: {task_success: 0.0, tool_correctness: 0.0, "
+                            "faithfulness: 0.0}}\n", suite.read_text()))
     args = ("--judgekit-suite", SUITE, *judge_args(server), "--judgekit-cache-dir", "cache",
             "--judgekit-history", "h.sqlite", "-p", "no:cacheprovider", "-v")
     first = pytester.runpytest_subprocess(*args)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from judgekit._util.io import (
     MAX_DOCUMENT_BYTES,
     describe_validation_error,
+    error_loc,
     read_text,
 )
 from judgekit._util.strict_json import MAX_DEPTH, has_lone_surrogate, plain_error, strict_json_loads
@@ -285,7 +286,7 @@ def load_document(path: str | Path, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        loc = exc.errors()[0]["loc"]
+        loc = error_loc(exc.errors()[0])
         if as_json:  # composed only now: YAML gives a JSON document its line numbers
             node = _nodes_only(text)
         raise InputError(describe_validation_error(exc), path, _node_line(node, loc)) from None

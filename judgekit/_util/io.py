@@ -72,11 +72,17 @@ Version3 = Annotated[Literal[3], BeforeValidator(_whole_number)]
 """``format_version`` fields: the literal, and a whole number (strict pydantic takes 2.0 for 2)."""
 
 
+def error_loc(error: Any) -> tuple[Any, ...]:
+    """Where one of pydantic's errors is: its ``loc``, plus the place within it that a validator
+    checking several fields at once names in its error's context (``at``)."""
+    return (*error["loc"], *error.get("ctx", {}).get("at", ()))
+
+
 def describe_validation_error(err: ValidationError) -> str:
     """One readable sentence for the first problem pydantic found (plus a count of others)."""
     errors = err.errors()
     first = errors[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    loc = ".".join(str(part) for part in error_loc(first)) or "(top level)"
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key"

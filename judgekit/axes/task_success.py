@@ -19,7 +19,8 @@ from judgekit.results import CheckOutcome, TaskSuccessResult
 from judgekit.rubric.model import TaskSuccessCriteria
 from judgekit.trajectory import Trajectory, WorldState
 from judgekit.verdict import JudgeVerdict, TaskSuccessAnswer
-from judgekit.world.diff import Diff, render_path, render_text
+from judgekit.world.diff import Change, Diff, render_path, render_text
+from judgekit.world.snapshot import format_pointer
 
 # A comma between two digits. Written to start with the comma, not with a look-behind: the
 # matcher then jumps from comma to comma instead of trying the look-behind at every character
@@ -67,9 +68,23 @@ def _side_effects(allow: list[str], world: WorldState) -> CheckOutcome:
         )
     shown = ", ".join(f"{c.op} {render_path(c.path)}" for c in extra[:_SHOW_AT_MOST])
     more = f" and {len(extra) - _SHOW_AT_MOST} more" if len(extra) > _SHOW_AT_MOST else ""
+    hint = _keys_hint(extra) if world.diff.kind == "json" else ""
     return CheckOutcome(
-        check="side_effects", passed=False, reason=f"{len(extra)} change(s) not allowed: {shown}{more}"
+        check="side_effects", passed=False, reason=f"{len(extra)} change(s) not allowed: {shown}{more}{hint}"
     )
+
+
+def _keys_hint(changes: list[Change]) -> str:
+    """How to match a JSON list's records by key, when a change's path runs through a list index
+    (a list diffed by position: an inserted or reordered record shifts every index after it)."""
+    for change in changes:
+        index = next((i for i, seg in enumerate(change.path) if isinstance(seg, int)), None)
+        if index is not None:
+            pointer = format_pointer(change.path[:index])
+            return (f" ({render_path(change.path[:index + 1])}: the list {pointer!r} is diffed by position; to match "
+                    f"its records by a field, declare world.keys: {{{pointer!r}: FIELD}} (e.g. id) in the rubric "
+                    "or the suite)")
+    return ""
 
 
 def _latency(limit: float, latency: float | None) -> CheckOutcome:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from judgekit.cli import batch_cmd, calibration_cmd, commands, export_cmd, label_cmd, loop_cmd, safety_cmd
+from judgekit.cli import batch_cmd, calibration_cmd, commands, export_cmd, init_cmd, label_cmd, loop_cmd, safety_cmd
 from judgekit.cli._exit import EXIT_GATE_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, ExitCodesGroup, handle_errors
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "handle_errors", "main"]
@@ -51,7 +51,8 @@ def _terminate_as_interrupt() -> None:
 
 
 COMMANDS = (
-    commands.run, commands.diff, commands.schema, commands.import_, commands.rubric, commands.prompt, commands.cache,
+    init_cmd.init, commands.run, commands.diff, commands.schema, commands.import_, commands.rubric, commands.prompt,
+    commands.cache,
     calibration_cmd.calibrate, calibration_cmd.agreement, calibration_cmd.gate_cmd, label_cmd.label,
     loop_cmd.compare_cmd, loop_cmd.report_cmd, loop_cmd.history_group, safety_cmd.safety, export_cmd.export,
     batch_cmd.batch,

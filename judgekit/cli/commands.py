@@ -74,6 +74,7 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     The last line says GREEN or RED and why (the gate's shortfalls, the comparison's reasons),
     with or without --gate: RED fails the command (exit 1) only with --gate or when the
     comparison fails. The gate is decided even when some trajectories could not be scored.
+    --dry-run exits 2 with the first error when a trajectory could not be scored.
     """
     from judgekit.ci.loop import Reports, finish
     from judgekit.cli._render import print_jsonl, print_ledger, progress_factory
@@ -110,7 +111,11 @@ def run(suite: Path, out: Path | None, fmt: str, judge_model, judge_api_base, ju
     if dry_run:
         from judgekit.run.estimate import estimate_run, render_estimate
 
-        say(render_estimate(estimate_run(loaded, options)))
+        estimate = estimate_run(loaded, options)
+        say(render_estimate(estimate))
+        if estimate.first_error is not None:  # a real run could not score it either
+            say(f"judgekit: error: {one_line(estimate.first_error)}", err=True)
+            sys.exit(EXIT_INPUT)
         return
     policy = compare_policy(max_drop, max_drop_axis, axes, require_baseline) if do_compare else None
     history = open_history(history_path, create=True) if (do_compare or do_record) else None

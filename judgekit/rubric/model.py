@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from judgekit._util.documents import load_document
 from judgekit._util.io import Version1, sha256_json
 from judgekit.rubric.regex import check_pattern
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
+from judgekit.world.keys import WorldKeys, check_pointer
 
 RUBRIC_FORMAT_VERSION = 1
 
@@ -303,6 +305,54 @@ class FaithfulnessCriteria(Criteria):
     )
 
 
+# --- the world ----------------------------------------------------------------------------------
+
+
+class RubricWorld(WorldKeys):
+    """The world this rubric's trajectories act on: its kind, and how its JSON lists are diffed."""
+
+    kind: Literal["json", "sqlite"] | None = Field(
+        None,
+        description="json: every collection is a JSON pointer ('/orders'), checked when the rubric loads; sqlite: "
+        "every collection is a table name ('orders'). Left out: json when keys are given or a collection starts "
+        "with '/', else not checked until the run reads the snapshots.",
+    )
+
+    @model_validator(mode="after")
+    def _keys_are_json(self) -> RubricWorld:
+        if self.kind == "sqlite" and self.keys:
+            raise ValueError("keys apply to JSON worlds only; SQLite rows are matched by primary key (or rowid)")
+        return self
+
+
+def _collections_fit(rubric: Rubric) -> None:
+    """Refuse a collection that cannot be right for the rubric's world: a malformed JSON pointer,
+    a bare name in a JSON world, a pointer in a SQLite one, or both kinds mixed. The error says
+    where (``at``, a location within the rubric, for the file's line)."""
+    criteria = rubric.task_success
+    if criteria is None:
+        return
+    found = [(("task_success", part, i, "collection"), p.collection)
+             for part in ("preconditions", "postconditions") for i, p in enumerate(getattr(criteria, part))]
+    declared = rubric.world.kind if rubric.world is not None else None
+    kind = declared
+    if kind is None and ((rubric.world is not None and rubric.world.keys)
+                         or any(c == "" or c.startswith("/") for _, c in found)):
+        kind = "json"
+    why = "world.kind is json" if declared else "the rubric reads a JSON world: it has world.keys or a '/' collection"
+    for at, collection in found:
+        if kind == "json":
+            try:
+                check_pointer(collection)
+            except PydanticCustomError as exc:
+                raise PydanticCustomError("collection", "{problem} ({why})",
+                                          {"problem": exc.message(), "why": why, "at": at}) from None
+        elif kind == "sqlite" and (collection == "" or collection.startswith("/")):
+            raise PydanticCustomError(
+                "collection", "'{collection}' is a JSON pointer but world.kind is sqlite: name the table",
+                {"collection": collection, "at": at})
+
+
 # --- the rubric -------------------------------------------------------------------------------
 
 
@@ -321,6 +371,9 @@ class Rubric(_Strict):
     tool_correctness: ToolCorrectnessCriteria | None = Field(None, description="Tool-correctness axis.")
     faithfulness: FaithfulnessCriteria | None = Field(None, description="Faithfulness axis.")
     judge: JudgeSpec | None = Field(None, description="The judge for this rubric (overrides the suite's).")
+    world: RubricWorld | None = Field(
+        None, description="The world its trajectories act on: kind (json or sqlite) and the keys its JSON lists "
+        "are matched by (they win over the suite's, a trajectory's own over both).")
 
     @field_validator("id")
     @classmethod
@@ -348,6 +401,7 @@ class Rubric(_Strict):
         names = type(self).axis_names()
         if not any(getattr(self, axis) is not None for axis in names):
             raise ValueError("a rubric needs at least one axis section: " + ", ".join(names))
+        _collections_fit(self)
         return self
 
     @property

@@ -78,6 +78,8 @@ class RunEstimate(BaseModel):
         default_factory=dict, description="Judged axis -> judge questions planned (before identical ones merge).")
     judge_input_errors: dict[str, int] = Field(
         default_factory=dict, description="Judged axis -> trajectories not asked: their input is an error.")
+    first_error: str | None = Field(
+        None, description="The first axis error, in suite order ('FILE:LINE TRAJECTORY AXIS: what'); None: no error.")
     questions: int = Field(0, description="Distinct judge questions (cache keys) in the whole run.")
     cached: int = Field(0, description="Questions the verdict cache already answers.")
     to_ask: int = Field(0, description="Questions a run would send to a judge.")
@@ -200,6 +202,8 @@ def estimate_run(loaded: LoadedSuite | str | Path, options: RunOptions | None = 
             estimate.trajectories += len(plan.items)
             for result in plan.items:
                 for name, res in result.axes.items():
+                    if res.status == "error" and estimate.first_error is None:
+                        estimate.first_error = f"{result.source} {result.trajectory_id} {name}: {res.error}"
                     if axis_named(name).deterministic:
                         estimate.deterministic.setdefault(name, {})
                         _count(estimate.deterministic[name], res.status)
@@ -339,6 +343,8 @@ def _lines(est: RunEstimate) -> Iterable[str]:
         yield f"  {axis}: deterministic, {statuses} (no cost)"
     for axis, n in sorted(est.judge_input_errors.items()):
         yield f"  {axis}: {n} not asked (their input is an error)"
+    if est.first_error is not None:
+        yield f"first error: {est.first_error}"
     cache = ("not used (--no-cache)" if est.cache_dir is None
              else f"{est.cache_dir}" + ("" if est.cache_exists else " (does not exist yet)"))
     yield f"verdict cache: {cache}"

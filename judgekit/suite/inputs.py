@@ -107,10 +107,10 @@ class SeenIds:
 def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTrajectory]]:
     """Every trajectory of the suite with its rubric, in suite order; ids must be unique.
 
-    Each carries the suite's snapshot policy: its snapshot files are read only from the
-    suite's ``snapshots.roots``. Ids are remembered by hash (``SeenIds``): on a hash already
-    seen the files are read again up to here to tell a real repeat (an error naming both
-    places) from a collision.
+    Each carries the suite's snapshot policy (its snapshot files are read only from the
+    suite's ``snapshots.roots``) and the list keys its suite and rubric declare. Ids are
+    remembered by hash (``SeenIds``): on a hash already seen the files are read again up to
+    here to tell a real repeat (an error naming both places) from a collision.
     """
     seen = SeenIds()
     policy = loaded.snapshot_policy()
@@ -118,7 +118,8 @@ def iter_trajectories_of(loaded: LoadedSuite) -> Iterator[tuple[Rubric, LoadedTr
         for entry in loaded.suite.trajectories:
             rubric = loaded.rubric_for(entry.rubric)
             path = loaded.resolve(entry.file)
-            for item in iter_trajectories(path, policy=policy, name=relative_to(path, loaded.base_dir)):
+            keys = loaded.list_keys(rubric)
+            for item in iter_trajectories(path, policy=policy, name=relative_to(path, loaded.base_dir), keys=keys):
                 tid = item.trajectory.id
                 if seen.add(tid) and (first := _first_use(loaded, tid, item)) is not None:
                     raise InputError(f"trajectory id {tid!r} already used at {first}", item.path, item.line)

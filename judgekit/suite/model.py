@@ -23,6 +23,7 @@ from judgekit._util.documents import load_document
 from judgekit.errors import InputError
 from judgekit.judge.spec import JudgeSpec
 from judgekit.rubric.model import Rubric, load_rubrics
+from judgekit.world.keys import WorldKeys, merge_keys
 from judgekit.world.snapshot import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotPolicy
 from judgekit.suite.safety_policy import SafetyPolicy
 
@@ -200,6 +201,11 @@ class Suite(BaseModel):
     safety: SafetyPolicy | None = Field(
         None, description="What `judgekit safety` checks against: tool classes, allowed changes, untrusted text."
     )
+    world: WorldKeys = Field(
+        default_factory=WorldKeys,
+        description="Keys for the JSON lists of every trajectory's world (keys: {/orders: id}); a rubric's "
+        "world.keys win over these, a trajectory's own over both, list by list.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -239,6 +245,10 @@ class LoadedSuite:
         """The suite's ``snapshots`` setting, its roots resolved from the suite file's folder."""
         settings = self.suite.snapshots
         return SnapshotPolicy(tuple(self.base_dir / root for root in settings.roots), settings.max_bytes)
+
+    def list_keys(self, rubric: Rubric) -> dict[str, str]:
+        """The list keys declared for the trajectories ``rubric`` scores: the suite's, then the rubric's."""
+        return merge_keys(self.suite.world.keys, rubric.world.keys if rubric.world is not None else None)
 
     def rubric_for(self, ref: str) -> Rubric:
         if ref in self.rubrics:

@@ -193,11 +193,12 @@ def test_a_server_reporting_another_model_only_advises(project):
             "update-email@1.0.0, 9 trajectories: the API reported model 'gpt-4o-mini-2024-07-18', not the pinned "
             f"'{MODEL}': another model answered (set gate.allow_model_mismatch in the suite to let it gate). "
             "What to do: pin the model the API reports in the suite's judge, or set gate.allow_model_mismatch: true\n")
-        assert gated.exit_code == 1 and gated.output.endswith("gate: FAILED\n")  # task success fails by design
+        # Faithfulness only advises; the deterministic axes meet the minimums the example declares.
+        assert gated.exit_code == 0 and gated.output.endswith("gate: PASSED\n")
 
         # The suite says it accepts the mismatch: the same verdicts (from the cache) now gate.
         suite = project / "examples/email-update/suite.yaml"
-        suite.write_text(suite.read_text() + "gate:\n  allow_model_mismatch: true\n")
+        suite.write_text(suite.read_text().replace("\ngate:\n", "\ngate:\n  allow_model_mismatch: true\n"))
         _, allowed, calls = run(project, server, "allowed.json")
         assert calls == 0 and allowed["gate"]["allow_model_mismatch"] is True
     section = faithfulness_section(judgekit("gate", project / "allowed.json").output)
@@ -273,7 +274,9 @@ def test_an_echoed_api_key_is_in_nothing_judgekit_writes_or_prints(project):
         kinds = {echo_kind(request) for request in server.requests}
     assert done.returncode == 0, done.stderr.decode()
     codes = json.loads((project / "codes.json").read_text())
-    assert codes[0] == 0 and codes[1] == 0 and codes[5] == 0 and codes[2] == codes[4] == 1, (codes, done.stderr.decode())
+    # Both gates pass: faithfulness only advises (the calibration between them approves no judge), and
+    # the deterministic axes meet the minimums the example declares.
+    assert codes[0] == codes[1] == codes[2] == codes[4] == codes[5] == 0, (codes, done.stderr.decode())
     assert kinds == {"auth_error", "quotes_the_key", "clean"}
 
     # The server did echo it, and judgekit masked it where it kept what the server said.
@@ -444,7 +447,9 @@ def test_a_hostile_rubric_guide_and_approval_reasons_are_escaped(project):
     data["faithfulness"]["guide"] = "Check claims.\x1b]0;owned\x07\r\ngate: PASSED\u202e"
     rubric.write_text(yaml.safe_dump(data, allow_unicode=True))
     suite = project / "examples/email-update/suite.yaml"
-    suite.write_text(suite.read_text().replace("lock: ../../rubrics/rubrics.lock\n", ""))
+    # Without the lock (the guide changed) and without its gate (every minimum 1.0: the gate fails,
+    # so a "gate: PASSED" line in the output could only be the hostile text's).
+    suite.write_text(re.sub(r"\ngate:\n(  .*\n)+", "\n", suite.read_text().replace("lock: ../../rubrics/rubrics.lock\n", "")))
     shown = judgekit("prompt", "show", suite, "ok", "--axis", "faithfulness")
     assert shown.exit_code == 0, shown.output
     # The guide is the rubric's own multi-line text: its line breaks stay, its controls do not.
@@ -471,7 +476,10 @@ def test_a_hostile_rubric_guide_and_approval_reasons_are_escaped(project):
     assert_clean(gated.stdout, gated.stderr)
 
 
-def test_a_hostile_run_record_cannot_print_a_passing_gate_line(project):
+def test_a_hostile_run_record_cannot_print_a_passing_gate_line(project, monkeypatch):
+    suite = project / "examples/email-update/suite.yaml"  # without its gate: every minimum 1.0, so it fails
+    suite.write_text(re.sub(r"\ngate:\n(  .*\n)+", "\n", suite.read_text()))
+    monkeypatch.chdir(project)  # the record read back names its suite file from here: this copy's
     with ScriptedOpenAIServer(like_the_labels) as server:
         _, record, _ = run(project, server, "run.json")
     for result in record["results"]:
