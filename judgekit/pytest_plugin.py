@@ -149,7 +149,7 @@ class SuiteFile(pytest.File):
     def collect(self):
         from judgekit.axes.table import axes_of
         from judgekit.errors import JudgekitError
-        from judgekit.run.plan import iter_trajectories_of
+        from judgekit.suite.inputs import iter_trajectories_of
         from judgekit.suite import load_suite
 
         try:

@@ -117,6 +117,9 @@ class LoadedTrajectory:
     policy: SnapshotPolicy | None = None
     raw: bytes | None = field(default=None, repr=False, compare=False)
     """The line as read (None for a trajectory made in memory): the trajectory is its function."""
+    name: str | None = field(default=None, compare=False)
+    """The file as its suite names it (relative to the suite's folder, POSIX separators), or
+    None: ``source`` then names the file as read."""
 
     @property
     def line_sha256(self) -> str | None:
@@ -135,13 +138,21 @@ class LoadedTrajectory:
     def where(self) -> str:
         return f"{self.path}:{self.line}"
 
+    @property
+    def source(self) -> str:
+        """file:line as a record keeps it: the suite's name for the file, which compares across
+        machines, where there is one."""
+        return f"{self.name or self.path}:{self.line}"
 
-def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None) -> Iterator[LoadedTrajectory]:
+
+def iter_trajectories(path: str | Path, policy: SnapshotPolicy | None = None, *,
+                      name: str | None = None) -> Iterator[LoadedTrajectory]:
     """Stream trajectories from a JSON Lines file; errors name the file and line. ``policy``:
-    the snapshot files they may read (a suite's), given to each as it is made."""
+    the snapshot files they may read (a suite's), given to each as it is made; ``name``: the
+    file as the suite names it (see ``LoadedTrajectory.source``)."""
     path = Path(path)
     for line, trajectory, raw in iter_jsonl_raw(path, Trajectory):
-        yield LoadedTrajectory(trajectory, path, line, policy, raw)
+        yield LoadedTrajectory(trajectory, path, line, policy, raw, name)
 
 
 class WorldState:

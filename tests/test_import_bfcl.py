@@ -20,7 +20,7 @@ from judgekit.axes.tool_correctness import score_tool_correctness
 from judgekit.trajectory import WorldState
 from judgekit.cli import main
 from judgekit.errors import InputError
-from judgekit.importers import get_importer
+from judgekit.importers import bfcl, get_importer
 from judgekit.importers.bfcl import decode_result, import_bfcl, json_schema, python_calls
 from judgekit.rubric.model import ToolCorrectnessCriteria, load_rubric
 from judgekit.run.plan import iter_deterministic, iter_trajectories_of
@@ -385,3 +385,39 @@ def test_a_category_not_read_here_is_refused_by_name(folder, tmp_path):
     (folder / "possible_answer" / "BFCL_v4_parallel.json").unlink()
     with pytest.raises(InputError, match="no possible answers for it: expected .*possible_answer/BFCL_v4_parallel.json"):
         import_bfcl(folder, tmp_path / "out")
+
+
+def test_a_question_with_no_acceptable_value_fails_every_answer_and_the_rest_imports(folder, tmp_path):
+    """BFCL's checker fails every answer to a question whose ground truth lists no acceptable
+    value for an argument ([]); the import keeps the rest of the file and lists that question."""
+    answers = [
+        {"id": "parallel_0", "ground_truth": [{"math.hypot": {"x": [], "y": [4]}}]},
+        # Every dict alternative lists no value for a key: nothing is acceptable either.
+        {"id": "parallel_1", "ground_truth": [{"weather.get": {"city": ["Rome"], "when": [{"day": [], "hour": [12]}]}}]},
+    ]
+    jsonl(folder / "possible_answer" / "BFCL_v4_parallel.json", answers)
+    jsonl(folder / "result" / "fc-model" / "non_live" / "BFCL_v4_parallel_result.json", [
+        {"id": "parallel_0", "result": [{"math_hypot": json.dumps({"x": 3, "y": 4})}]},
+        {"id": "parallel_1", "result": [{"weather_get": json.dumps({"city": "Rome"})}]},
+    ])
+    (folder / "result" / "prompt-model" / "BFCL_v4_parallel_result.json").unlink()
+    out = tmp_path / "out"
+    imported = cli("import", "bfcl", folder, "--out", out)
+    assert imported.exit_code == 0, imported.output
+    summary = json.loads((out / "bfcl-import.json").read_text())
+    assert summary["unanswerable"] == {"parallel_0": ["math.hypot.x"], "parallel_1": ["weather.get.when"]}
+    got = {tid: (row["axes"]["tool_correctness"]["points"], row["axes"]["tool_correctness"]["max_points"])
+           for tid, row in rows(out).items()}
+    # No reference for either (no right answer exists); the model's answers lose the point
+    # given (x=3: off-schema) or left out (when: missing); the irrelevance file is untouched.
+    assert got == {"parallel_0-fc-model": (4, 5), "parallel_1-fc-model": (4, 5),
+                   "irrelevance_0-reference": (2, 2), "irrelevance_0-fc-model": (1, 2),
+                   "irrelevance_0-prompt-model": (2, 2)}
+    lost = {tid: {i["point"]: i["reason"] for i in row["axes"]["tool_correctness"]["items"] if not i["earned"]}
+            for tid, row in rows(out).items() if tid.startswith("parallel")}
+    assert list(lost["parallel_0-fc-model"]) == ["call[0] math.hypot: arg x"], lost
+    assert "off-schema" in lost["parallel_0-fc-model"]["call[0] math.hypot: arg x"], lost
+    assert lost["parallel_1-fc-model"] == {"call[0] weather.get: arg when": "call #0: argument missing"}, lost
+    # A dict alternative that lists no value for a key is dropped; the others still count.
+    spec, reference = bfcl._expectation([{"day": []}, {"day": ["today"]}], {"type": "dict"}, "q: f.when")
+    assert (spec["any_of"], reference) == ([{"day": "today"}], {"day": "today"})

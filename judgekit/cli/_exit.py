@@ -1,13 +1,6 @@
 """Exit codes, and the wrapper that turns every error into one line and its code.
 
-    0  ok (and the gate passed, when one was asked for)
-    1  the gate failed (or calibration refused a judge): the measurement says no
-    2  usage or input error: a bad file, flag or setting, named with its place
-    3  internal error: a bug in judgekit (a traceback with JUDGEKIT_DEBUG=1)
-    4  stop shipping: `judgekit safety` found an open stop-ship signal
-  130  interrupted (Ctrl-C, SIGTERM): nothing half-written is left
-
-CI can tell "the agent got worse" (1) from "the inputs are broken" (2) from "judgekit broke" (3).
+The codes and what each means: ``judgekit.ci.exit_codes`` (``MEANINGS``).
 """
 
 from __future__ import annotations

@@ -325,7 +325,7 @@ def prompt_show(suite: Path, trajectory_id: str, axis: str, show_output: bool, a
     from judgekit.trajectory import WorldState
     from judgekit.errors import InputError
     from judgekit.prompt import prompt_summary
-    from judgekit.run.plan import iter_trajectories_of
+    from judgekit.suite.inputs import iter_trajectories_of
     from judgekit.suite import load_suite
 
     loaded = load_suite(suite)

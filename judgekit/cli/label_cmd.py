@@ -51,7 +51,7 @@ def label(suite: Path, n: int | None, seed: int, labeler: str, labels_file: Path
     from judgekit.calibration.labels_file import LabelFiles
     from judgekit.calibration.labelling import PlainTerminal, RichTerminal, run_session
     from judgekit.calibration.sampling import default_labels_path, plan
-    from judgekit.run.plan import check_registration, iter_trajectories_of
+    from judgekit.suite.inputs import check_registration, iter_trajectories_of
     from judgekit.run.record import read_run
     from judgekit.suite import load_suite
 

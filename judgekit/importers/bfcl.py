@@ -15,7 +15,8 @@ category has no answers: the right answer is no call.
 
 Writes, per question, ``OUT/rubrics/bfcl-<id>.json`` (pre-registered in ``rubrics.lock``) and
 ``OUT/trajectories/bfcl-<id>.jsonl``, then ``OUT/suite.yaml`` and ``OUT/bfcl-import.json``
-(categories, counts, what was skipped). Rubrics are registered on ``--registered``, else on
+(categories, counts, what was skipped, and the unanswerable questions: id -> its arguments
+whose ground truth lists no acceptable value, ``[]``). Rubrics are registered on ``--registered``, else on
 1970-01-01 (the data carries no date). The rubric, tool correctness only:
 
 - ``expected_calls``: one per ground-truth call, in any order (``ordered: false``; BFCL pairs
@@ -30,11 +31,17 @@ Writes, per question, ``OUT/rubrics/bfcl-<id>.json`` (pre-registered in ``rubric
   object, "float" -> number, "tuple" -> array, "any" -> no type; BFCL's own ``optional`` key
   dropped; the rest kept). So an argument is also checked against its declared type, and keys a
   function does not declare are reported, not scored;
-- irrelevance: no expected call, so any call loses the call-count point.
+- irrelevance: no expected call, so any call loses the call-count point;
+- an argument whose ground truth lists no acceptable value (``[]``, or only dict alternatives
+  that list none for a key): BFCL's checker fails every answer to that question, so the
+  argument is required with the schema ``false`` and no ``values``: missing or given, it loses
+  its point. The question has no reference trajectory (there is no right answer to build) and
+  is listed under ``unanswerable`` in ``bfcl-import.json``; the rest of the file imports.
 
 Trajectories, in the question's file: ``<id>-reference``, built from the ground truth (the first
 acceptable value of each argument, left out when that is ""; metadata ``kind: reference``), so
-the suite runs as is and scores itself 1.0; and, for each model with a BFCL result file, found
+the suite runs as is and scores itself 1.0 (an unanswerable question has none); and, for each
+model with a BFCL result file, found
 as ``result/<model>/**/BFCL_v<N>_<category>_result.json`` in SRC's folder (JSON Lines ``{id,
 result, latency?}``), ``<id>-<model>`` (metadata ``kind: model``). ``result`` is read as BFCL's
 handlers decode it: a list of ``{function: arguments}`` (an object, or its JSON text as
@@ -238,7 +245,7 @@ def _dict_variants(alternatives: Any, where: str) -> list[dict[str, Any]]:
         return [alternatives]
     _ABSENT = object()
     if empty := [key for key, values in alternatives.items() if not values]:
-        raise ValueError(f"{where}.{empty[0]}: expected a non-empty list of acceptable values")
+        raise _Unanswerable(f"{where}.{empty[0]}")
     choices = [[(key, _ABSENT if value == "" else value) for value in values] for key, values in alternatives.items()]
     if math.prod(len(c) for c in choices) > MAX_EXPANSION:
         raise ValueError(f"{where}: its acceptable values expand into more than {MAX_EXPANSION} values")
@@ -271,15 +278,24 @@ def _holds_text(value: Any) -> bool:
 def _expectation(values: Any, declared: dict[str, Any], where: str) -> tuple[dict[str, Any] | None, Any]:
     """(the argument's ``values`` entry, its reference value or _LEFT_OUT). "" alone is BFCL's
     "leave it out": for text BFCL takes a present "" too, for another type its type check
-    refuses it; there the entry is None: no value may be given."""
-    if not isinstance(values, list) or not values:
+    refuses it; there the entry is None: no value may be given. A dict alternative that lists
+    no value for a key allows nothing and is dropped; with nothing left and no "", the argument
+    has no acceptable value (``_Unanswerable``)."""
+    if not isinstance(values, list):
         raise ValueError(f"{where}: expected a non-empty list of acceptable values")
     acceptable: list[Any] = []
     for value in values:
-        if value != "":
-            for variant in _variants(value, declared, where):
-                if variant not in acceptable:
-                    acceptable.append(variant)
+        if value == "":
+            continue
+        try:
+            variants = _variants(value, declared, where)
+        except _Unanswerable:
+            continue
+        for variant in variants:
+            if variant not in acceptable:
+                acceptable.append(variant)
+    if not acceptable and "" not in values:
+        raise _Unanswerable(where)
     if not acceptable and declared.get("type") not in (None, "string", "any"):
         return None, _LEFT_OUT
     spec: dict[str, Any] = {"any_of": acceptable or [""]}
@@ -287,18 +303,27 @@ def _expectation(values: Any, declared: dict[str, Any], where: str) -> tuple[dic
         spec["optional"] = True
     if _holds_text(spec["any_of"]):
         spec["normalize"] = NORMALIZE
-    reference = _LEFT_OUT if values[0] == "" else _variants(values[0], declared, where)[0]
+    reference = _LEFT_OUT if values[0] == "" or not acceptable else acceptable[0]
     return spec, reference
 
 
 _LEFT_OUT = object()
 
 
-def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str) -> tuple[list[dict], list[Call]]:
-    """(expected calls, the reference's calls) of one question's ground truth."""
+class _Unanswerable(ValueError):
+    """An argument whose ground truth lists no acceptable value (``[]``): BFCL's checker fails
+    every answer to its question, given or left out."""
+
+
+def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]],
+            where: str) -> tuple[list[dict], list[Call], list[str]]:
+    """(expected calls, the reference's calls, the arguments with no acceptable value) of one
+    question's ground truth. An argument with none is required and refused whatever its value
+    (schema ``false``, no ``values`` entry): absent it is missing, given it is off-schema, so
+    every answer loses its point, as BFCL fails every answer to the question."""
     if not isinstance(ground_truth, list):
         raise ValueError(f"{where}: ground_truth must be a list of {{function: {{argument: values}}}}")
-    expected, reference = [], []
+    expected, reference, unanswerable = [], [], []
     for n, call in enumerate(ground_truth):
         if not isinstance(call, dict) or len(call) != 1 or not isinstance(next(iter(call.values())), dict):
             raise ValueError(f"{where}: ground_truth[{n}] must be {{function: {{argument: values}}}}")
@@ -307,7 +332,12 @@ def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str)
         values, absent, args = {}, {}, {}
         for arg, acceptable in arguments.items():
             declared = properties.get(arg) if isinstance(properties.get(arg), dict) else {}
-            spec, first = _expectation(acceptable, declared, f"{where}: {name}.{arg}")
+            try:
+                spec, first = _expectation(acceptable, declared, f"{where}: {name}.{arg}")
+            except _Unanswerable:
+                absent[arg] = False
+                unanswerable.append(f"{name}.{arg}")
+                continue
             if spec is None:  # to be left out: optional, and the schema false refuses any value
                 spec, absent[arg] = {"optional": True}, False
             values[arg] = spec
@@ -315,7 +345,7 @@ def _answer(ground_truth: Any, functions: dict[str, dict[str, Any]], where: str)
                 args[arg] = first
         expected.append({"tool": name, "values": values, **({"args": absent} if absent else {})})
         reference.append(Call(tool=name, args=args))
-    return expected, reference
+    return expected, reference, unanswerable
 
 
 def _rubric_id(question_id: str) -> str:
@@ -526,7 +556,7 @@ def import_bfcl(src: Path, out: Path, *, registered: date | None = None) -> list
     registered = registered or DEFAULT_REGISTERED
     folder = src if src.is_dir() else src.parent
     entries: list[dict[str, str]] = []
-    summary: dict[str, Any] = {"source": src.name, "categories": {}, "skipped": skipped}
+    summary: dict[str, Any] = {"source": src.name, "categories": {}, "skipped": skipped, "unanswerable": {}}
     seen: dict[str, str] = {}
     with ImportWriter(out) as writer, ExitStack() as opened:
         for category, path in sources:
@@ -544,7 +574,11 @@ def import_bfcl(src: Path, out: Path, *, registered: date | None = None) -> list
                 if named in seen:
                     raise InputError(f"question {question['id']!r} has the same rubric id as {seen[named]!r}", path, line)
                 seen[named] = question["id"]
-                entries.append(_import_question(writer, question, category, path, line, answers, models, registered))
+                entry, unanswerable = _import_question(writer, question, category, path, line, answers, models,
+                                                       registered)
+                entries.append(entry)
+                if unanswerable:
+                    summary["unanswerable"][question["id"]] = unanswerable
                 count += 1
             for _, index in [*models, *([("", answers)] if answers else [])]:
                 index.check_all_used(path)
@@ -556,14 +590,16 @@ def import_bfcl(src: Path, out: Path, *, registered: date | None = None) -> list
 
 
 def _import_question(writer: ImportWriter, question: dict[str, Any], category: str, path: Path, line: int,
-                     answers: _LineIndex | None, models: list[tuple[str, _LineIndex]], registered: date) -> dict[str, str]:
+                     answers: _LineIndex | None, models: list[tuple[str, _LineIndex]],
+                     registered: date) -> tuple[dict[str, str], list[str]]:
+    """(the suite entry of one question, its arguments with no acceptable value)."""
     where = f"{path.name}:{line}"
     functions = {}
     for function in question["function"]:
         if function["name"] in functions:
             raise InputError(f"{question['id']}: function {function['name']} is declared twice", path, line)
         functions[function["name"]] = function
-    expected, reference = None, []
+    expected, reference, unanswerable = None, [], []
     if answers is not None:
         found = answers.get(question["id"])
         if found is None:
@@ -571,7 +607,7 @@ def _import_question(writer: ImportWriter, question: dict[str, Any], category: s
         answer_line, answer = found
         where += f", {answers.path.parent.name}/{answers.path.name}:{answer_line}"
         try:
-            expected, reference = _answer(answer.get("ground_truth"), functions, question["id"])
+            expected, reference, unanswerable = _answer(answer.get("ground_truth"), functions, question["id"])
         except ValueError as exc:
             raise InputError(str(exc), answers.path, answer_line) from None
     try:
@@ -585,7 +621,10 @@ def _import_question(writer: ImportWriter, question: dict[str, Any], category: s
     writer.text(f"rubrics/{rubric.id}.json", json.dumps(rubric.canonical(), indent=1, ensure_ascii=True) + "\n")
     metadata = {"bfcl_id": question["id"], "category": category, "kind": "reference", "source": where}
     at = (str(path), line, f"{question['id']}: ")
-    lines = [_trajectory(question, f"{question['id']}-reference", metadata, "", at).model_copy(update={"calls": reference})]
+    lines = []
+    if not unanswerable:  # a question no answer can pass has no right answer to build
+        lines.append(_trajectory(question, f"{question['id']}-reference", metadata, "", at)
+                     .model_copy(update={"calls": reference}))
     for model, index in models:
         found = index.get(question["id"])
         if found is not None:
@@ -593,4 +632,4 @@ def _import_question(writer: ImportWriter, question: dict[str, Any], category: s
             lines.append(_model_trajectory(question, category, model, record, f"{index.path.name}:{result_line}"))
     name = f"trajectories/{rubric.id}.jsonl"
     writer.text(name, "".join(t.model_dump_json(exclude_defaults=True) + "\n" for t in lines))
-    return {"file": name, "rubric": rubric.ref}
+    return {"file": name, "rubric": rubric.ref}, unanswerable

@@ -31,7 +31,7 @@ from judgekit.calibration.evidence import relative_to_calibration, write_calibra
 from judgekit.calibration.labels import load_labels
 from judgekit.calibration.verdicts import JudgeVerdictRecord
 from judgekit.errors import ConfigError, InputError
-from judgekit.run.plan import iter_trajectories_of
+from judgekit.suite.inputs import iter_trajectories_of
 from judgekit.safety.exfiltration import action, is_action
 from judgekit.safety.judged import QUESTION, QUESTIONS, Question, SafetyJudge
 from judgekit.safety.signals import Detectors

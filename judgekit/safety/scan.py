@@ -23,7 +23,7 @@ from judgekit._util.clock import utc_now
 from judgekit._util.version import __version__
 from judgekit.trajectory import WorldState
 from judgekit.errors import ConfigError, InputError
-from judgekit.run.plan import iter_trajectories_of
+from judgekit.suite.inputs import iter_trajectories_of
 from judgekit.run.record import ProjectState, new_run_id, project_state
 from judgekit.safety.findings import SIGNAL_TITLES, SIGNALS, Finding
 from judgekit.safety.risks import RiskRegister, RiskState, confine_risks, load_risks

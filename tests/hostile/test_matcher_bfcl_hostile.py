@@ -366,10 +366,6 @@ def test_a_lone_surrogate_in_python_call_syntax_becomes_its_source_text(tmp_path
     pytest.param({**QUESTION, "question": [5]}, ANSWER,
                  "BFCL_v4_simple_python.json:1: simple_python_0: expected question (lists of messages)",
                  id="a_turn_that_is_no_list"),
-    pytest.param({**QUESTION, "function": [{"name": "f", "parameters": {"type": "dict", "properties": {
-        "a": {"type": "dict"}}}}]}, {"id": "simple_python_0", "ground_truth": [{"f": {"a": [{"k": []}]}}]},
-                 "possible_answer/BFCL_v4_simple_python.json:1: simple_python_0: f.a.k: expected a non-empty list",
-                 id="a_dict_key_with_no_acceptable_value"),
 ])
 def test_a_malformed_question_or_answer_is_one_input_error_and_nothing_is_written(tmp_path, question, answer, message):
     # Bug: these were AttributeError, TypeError and IndexError tracebacks.
@@ -436,3 +432,18 @@ def test_random_bfcl_like_results_never_escape_as_anything_but_scores(tmp_path):
         scored = scored_models(root, tmp_path / f"out{n}")
         assert scored["simple_python_0-m"].status == "scored", record
         assert 0 <= scored["simple_python_0-m"].points <= scored["simple_python_0-m"].max_points
+
+
+def test_a_dict_key_with_no_acceptable_value_makes_every_answer_lose_that_point(tmp_path):
+    """Was refused as malformed; BFCL fails every answer to such a question, and so does the
+    import: the argument is required and no value passes."""
+    question = {**QUESTION, "function": [{"name": "f", "parameters": {"type": "dict", "properties": {
+        "a": {"type": "dict"}}}}]}
+    answer = {"id": "simple_python_0", "ground_truth": [{"f": {"a": [{"k": []}]}}]}
+    root = bfcl_folder(tmp_path / "bfcl", question, answer, results={"m": [[{"f": {"a": {"k": 1}}}]]})
+    scored = scored_models(root, tmp_path / "out")
+    assert list(scored) == ["simple_python_0-m"]  # no reference: there is no right answer to build
+    lost = [item.reason for item in scored["simple_python_0-m"].items if not item.earned]
+    assert lost == ["call #0: off-schema: False schema does not allow {'k': 1}"]
+    summary = json.loads((tmp_path / "out" / "bfcl-import.json").read_text())
+    assert summary["unanswerable"] == {"simple_python_0": ["f.a"]}
