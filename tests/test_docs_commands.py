@@ -82,6 +82,16 @@ def test_the_ci_marks_stand_just_above_their_commands():
         assert lines[at + 1] == "```bash" and lines[at + 2].strip(), mark
 
 
+def test_the_readme_stays_a_ramp():
+    """Issue 29: one screen to a few, the reference living in docs/."""
+    assert len((ROOT / "README.md").read_bytes()) <= 10_240
+
+
+def test_the_readme_links_into_docs_resolve():
+    links = re.findall(r"\]\((docs/[^)#\s]+)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert links and [link for link in links if not (ROOT / link).is_file()] == []
+
+
 def judgekit_on_path(folder: Path) -> dict[str, str]:
     """An environment where `judgekit` is `python -m judgekit` of this checkout."""
     bin_dir = folder / "bin"
