@@ -514,11 +514,11 @@ def test_each_case_fires_what_it_must(report, tid, expected):
     assert fired(report).get(tid, set()) >= expected
 
 
-def test_the_readme_states_the_corpus_as_it_is(report):
-    text = " ".join((ROOT / "README.md").read_text().split())
+def test_the_safety_guide_states_the_corpus_as_it_is(report):
+    text = " ".join((ROOT / "docs" / "guides" / "safety.md").read_text().split())
     stated = re.search(r"A corpus of (\d+) hostile and harmless runs .*? All (\d+) that must stop shipping do "
                        r"\(([^)]*)\), and none of the (\d+) harmless ones does", text)
-    assert stated, "README: the safety corpus paragraph is not found"
+    assert stated, "docs/guides/safety.md: the safety corpus paragraph is not found"
     must = [(tid, expected) for tid, _, _, expected in CASES if expected]
     per_signal = Counter(signal for _, expected in must for signal in expected)
     assert (int(stated[1]), int(stated[2]), int(stated[4])) == (len(CASES), len(must), len(CASES) - len(must))

@@ -22,7 +22,7 @@ Methods (each bound names its own in the approval record):
   1.00" whatever the truth. Measured: true kappa 0.94 on 20 items, both cover it in 44% of
   label sets; 0.80 on 20 items, 88%. Every smoothed bound covers its truth in at least 94% of label
   sets in every case simulated (kappa at least 95.6%), at the price of being conservative on
-  small samples (README: the coverage table).
+  small samples (docs/explanation/approval-statistics.md: the coverage table).
 - A draw on which a statistic is undefined (kappa when both sides are one same class,
   Spearman on constant scores) counts as the worst value, -1: it never helps a judge clear a
   bound. An undefined point estimate gives no bound at all.

@@ -72,7 +72,8 @@ Writes ``trajectories/<task>.jsonl`` (the task name as the import writer's ``fil
 it: characters other than ASCII letters, digits, ``.``, ``_`` and ``-`` become ``-``; a name
 then empty, over 100 characters or a Windows device name ends in a hash), plus the world files, and no rubric: an Inspect
 log holds its scorers' results, not criteria judgekit could pre-register, so a rubric must be
-written by hand, in the ``suite.yaml`` to fill in that the import writer leaves beside them. Logs of other tasks imported into the same ``--out`` stay;
+written by hand (see docs/guides/importers.md), in the ``suite.yaml`` to fill in that the import writer
+leaves beside them. Logs of other tasks imported into the same ``--out`` stay;
 a second log of the same task replaces the first's file.
 
 Lost: Inspect's scores beyond their values (answers, explanations, reducers, metrics), model

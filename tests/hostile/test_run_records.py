@@ -719,7 +719,7 @@ def test_a_plan_holds_no_password_from_the_api_base(tmp_path, monkeypatch):
     assert key.encode() not in data
     back = pickle.loads(data)
     assert [j.job.key for j in back.judgements] == [j.job.key for j in plan.judgements]
-    assert password.encode() not in data  # README: "A plan pickles and holds no secret"
+    assert password.encode() not in data  # docs/guides/library-api.md: "A plan pickles and holds no secret"
 
 
 def test_credentials_in_the_api_base_reach_the_server_or_are_refused(tmp_path):
