@@ -230,7 +230,7 @@ def test_the_workflow_command_line_parses_with_the_real_cli(name):
 
 
 def test_the_nightly_spot_checks_the_judges_calibration_after_the_run():
-    """The README's trust root: the nightly job re-asks a random sample of the recorded calibration
+    """The trust root (docs/explanation/approval-statistics.md): the nightly job re-asks a random sample of the recorded calibration
     questions (``calibrate --spot-check``), with the run's suite and judge key, even after a red run."""
     workflow = load_workflow(WORKFLOWS["nightly"])
     run_at, action = action_step(workflow)
