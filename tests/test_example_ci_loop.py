@@ -38,5 +38,5 @@ def test_the_example_is_green_and_a_second_run_finds_it_as_its_baseline(tmp_path
     assert "gate: PASSED" in first.output and "note: no baseline (last-green)" in first.output
     run_id = re.search(r"^recorded (\S+) in .*: green$", first.output, re.M).group(1)
     assert second.exit_code == 0, second.output
-    assert f"against {run_id} (last-green" in second.output  # the first run is the baseline
+    assert f"against last-green ({run_id})" in second.output  # the first run is the baseline
     assert "compare: PASSED" in second.output and re.search(r"^recorded \S+ in .*: green$", second.output, re.M)

@@ -179,7 +179,9 @@ def print_gate(report, *, err: bool = False) -> None:
 def print_comparison(comparison, *, err: bool = False) -> None:
     """The comparison for people: one line per axis, the regressions, the verdict and why."""
     base = comparison.baseline
-    against = f"{base.run_id} ({comparison.baseline_source})" if base else f"no baseline ({comparison.baseline_source})"
+    source = comparison.baseline_source
+    against = (f"no baseline ({source})" if base is None
+               else source if base.run_id in source else f"{base.run_id} ({source})")
     say(f"compare {one_line(comparison.run.run_id)} against {one_line(against)}", err=err)
     for axis in comparison.axes:
         parts = []

@@ -147,8 +147,8 @@ def test_a_regressed_run_never_becomes_green_and_the_next_run_still_compares_wit
         assert code == expected, (name, out)
         outs[name] = out
     first = read_run(tmp_path / "a.jsonl").run_id
-    assert f"against {first}" in outs["c"] and "tool_correctness: FLAGGED" in outs["c"]
-    assert f"against {first}" in outs["d"]
+    assert f"against last-green ({first})" in outs["c"] and "tool_correctness: FLAGGED" in outs["c"]
+    assert f"against last-green ({first})" in outs["d"]
     with History(history, create=False) as store:
         green = {info.run_id: info.green for info in store.runs(limit=None)}
         ids = {name: read_run(tmp_path / f"{name}.jsonl").run_id for name in "abcd"}
