@@ -31,16 +31,10 @@ extensions = [
     "sphinx_click",
     "click_reference",
     "judgekit_reference",
-    "empty_glob",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
-
-# A section of the home page's table of contents may have no page yet (its pages are written
-# separately); every other toctree problem stays an error. ``_ext/empty_glob.py`` makes Sphinx
-# honour this entry.
-suppress_warnings = ["toc.empty_glob"]
 
 # Curly quotes, but "--flag" stays two hyphens (the default would print an en dash).
 smartquotes_action = "qe"
