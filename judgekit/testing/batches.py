@@ -21,13 +21,18 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
 
+from judgekit._util.clock import utc_now
 from judgekit.testing.replies import error_body, render
+
+
+def _epoch() -> int:
+    """Now, in whole seconds since the epoch, as OpenAI's files and batches stamp their objects."""
+    return int(utc_now().timestamp())
 
 TERMINAL = ("completed", "expired", "cancelled", "failed")
 STATES = ("validating", "in_progress", "finalizing", *TERMINAL)
@@ -108,7 +113,7 @@ class ScriptedBatches:
                                    "invalid_request_error", None)
         content = fields["file"].get_payload(decode=True) or b""
         file_id = f"file-{len(self.files) + 1}"
-        self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+        self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": _epoch(),
                                "filename": fields["file"].get_filename() or "upload.jsonl",
                                "purpose": fields["purpose"].get_content().strip(), "status": "processed"}
         self.contents[file_id] = content
@@ -128,7 +133,7 @@ class ScriptedBatches:
             "id": batch_id, "object": "batch", "endpoint": request.get("endpoint"), "errors": None,
             "input_file_id": input_file_id, "completion_window": request.get("completion_window", "24h"),
             "status": "in_progress", "output_file_id": None, "error_file_id": None,
-            "created_at": int(time.time()), "in_progress_at": int(time.time()), "expires_at": None,
+            "created_at": _epoch(), "in_progress_at": _epoch(), "expires_at": None,
             "completed_at": None, "failed_at": None, "expired_at": None, "cancelled_at": None,
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "metadata": request.get("metadata"),
@@ -155,7 +160,7 @@ class ScriptedBatches:
                 errors.append(_line(n, custom_id, None, found))
                 continue
             self.batch_request_count += 1
-            rendered = render(self._choose(line["body"], n), line["body"], created=int(time.time()))
+            rendered = render(self._choose(line["body"], n), line["body"], created=_epoch())
             try:
                 reply = json.loads(rendered.body) if rendered.body is not None else None
             except ValueError:
@@ -165,14 +170,14 @@ class ScriptedBatches:
         if self.rewrite_output is not None:
             output = self.rewrite_output(output)
         batch["status"] = state
-        batch[f"{state}_at"] = int(time.time())
+        batch[f"{state}_at"] = _epoch()
         batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
         for kind, content in (("output_file_id", output), ("error_file_id", errors)):
             if content:
                 file_id = f"file-{len(self.files) + 1}"
                 data = b"\n".join(content) + b"\n"
                 self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data), "purpose": "batch_output",
-                                       "created_at": int(time.time()), "filename": f"{batch_id}_{kind}.jsonl",
+                                       "created_at": _epoch(), "filename": f"{batch_id}_{kind}.jsonl",
                                        "status": "processed"}
                 self.contents[file_id] = data
                 batch[kind] = file_id
