@@ -559,7 +559,7 @@ def test_a_regressed_pull_request_is_flagged_exit_1_commented_and_not_saved(two_
     summary = (folder / "reports" / "summary.md").read_text(encoding="utf-8")
     # the comparison the outputs were made from is the one the run wrote its report from
     first_run = json.loads((first / "reports" / "run.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert f"compare with {first_run['header']['run_id']}" in summary and "flagged: tool\\_correctness" in summary
+    assert f"compare with last-green ({first_run['header']['run_id']})" in summary and "flagged: tool\\_correctness" in summary
     assert (folder / "job-summary").read_text(encoding="utf-8") == summary
     with FakeGitHub([]) as api:  # the comment step on the real summary
         env = {**comment_env(api, tmp_path, summary), github_action.SUMMARY_VARIABLE: outputs["summary"]}

@@ -127,6 +127,15 @@ class Comparison(_Model):
     def flagged(self) -> list[str]:
         return [axis.axis for axis in self.axes if axis.flagged]
 
+    @property
+    def against(self) -> str:
+        """The baseline in words, its run id said once: 'last-green (RUN)', 'RUN (file F)',
+        'no baseline (last-green)'."""
+        source = self.baseline_source
+        if self.baseline is None:
+            return f"no baseline ({source})"
+        return source if self.baseline.run_id in source else f"{self.baseline.run_id} ({source})"
+
 
 @dataclass(frozen=True)
 class ComparePolicy:

@@ -126,9 +126,8 @@ def _compared(comparison: Comparison | None) -> str:
     if comparison is None:
         return ""
     if comparison.baseline is None:
-        return f"no baseline ({comparison.baseline_source}): nothing compared"
-    source, run_id = comparison.baseline_source, comparison.baseline.run_id
-    return f"no gating axis dropped against {source if run_id in source else f'{run_id} ({source})'}"
+        return f"{comparison.against}: nothing compared"
+    return f"no gating axis dropped against {comparison.against}"
 
 
 def compare_with_baseline(rows, history: History | None, baseline: str, policy: ComparePolicy, *, suite=None

@@ -179,10 +179,7 @@ def print_gate(report, *, err: bool = False) -> None:
 def print_comparison(comparison, *, err: bool = False) -> None:
     """The comparison for people: one line per axis, the regressions, the verdict and why."""
     base = comparison.baseline
-    source = comparison.baseline_source
-    against = (f"no baseline ({source})" if base is None
-               else source if base.run_id in source else f"{base.run_id} ({source})")
-    say(f"compare {one_line(comparison.run.run_id)} against {one_line(against)}", err=err)
+    say(f"compare {one_line(comparison.run.run_id)} against {one_line(comparison.against)}", err=err)
     for axis in comparison.axes:
         parts = []
         if axis.mean is not None:

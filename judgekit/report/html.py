@@ -65,7 +65,7 @@ def _verdict(data) -> tuple[bool, list[str]]:
         ok = False
         lines.extend(f"Comparison: {why}" for why in comparison.reasons)
     elif comparison.baseline is not None:
-        lines.append(f"Compared with {comparison.baseline.run_id} ({comparison.baseline_source}): no gating axis dropped.")
+        lines.append(f"Compared with {comparison.against}: no gating axis dropped.")
     return ok, lines
 
 
@@ -152,7 +152,7 @@ def _changes(data) -> str:
         parts.append(f'<p>No baseline ({_e(c.baseline_source)}).</p>')
     else:
         b = c.baseline
-        parts.append(f'<p>Baseline <b>{_e(b.run_id)}</b> ({_e(c.baseline_source)}), commit '
+        parts.append(f'<p>Baseline <b>{_e(c.against)}</b>, commit '
                      f'{_e((b.git_commit or "unknown")[:12])}, {b.trajectories} trajectories.</p>')
     for why in c.reasons:
         parts.append(f'<p class="bad">✗ {_e(why)}</p>')

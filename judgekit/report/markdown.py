@@ -126,7 +126,7 @@ def _verdict(data) -> str:
         if comparison.baseline is None:
             text = f"compare: no baseline ({escape(comparison.baseline_source, 80)})"
         else:
-            text = (f"compare with {escape(comparison.baseline.run_id, 80)} ({escape(comparison.baseline_source, 80)}): "
+            text = (f"compare with {escape(comparison.against, 160)}: "
                     + ("passed" if comparison.passed else "**failed**"))
         flagged = comparison.flagged
         if flagged:
