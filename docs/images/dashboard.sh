@@ -11,5 +11,5 @@ cp -r examples rubrics calibration "$work"/
 cd "$work"
 python -m judgekit run examples/email-update --history history.sqlite --compare >/dev/null
 python -m judgekit run examples/email-update --history history.sqlite --compare --html dashboard.html >/dev/null
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,1280 \
+chromium --headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars --window-size=1280,1280 \
     --screenshot="$root/docs/images/dashboard.png" "file://$work/dashboard.html" 2>/dev/null
