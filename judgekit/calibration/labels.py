@@ -38,7 +38,9 @@ existed decide as they did) but never passes off as a person's: every approval s
 such labels. The labelling session writes ``person``; importers write what the source says.
 
 Several labelers may label the same item; the same (trajectory_id, axis, labeler) twice in a
-file is an error naming both lines, and so are two labelers giving one item different kinds.
+file is an error naming both lines, and so are two labelers giving one item different kinds. A
+multiclass item is the exception: one labeler may give it several classes, one line each (span
+annotation: a class per marked span), never the same class twice.
 """
 
 from __future__ import annotations
@@ -141,14 +143,16 @@ class Label(BaseModel):
 
 
 def check_labels(labels: list[tuple[int, Label]], path: str | Path | None = None) -> None:
-    """Reject a repeated (trajectory_id, axis, labeler) and items whose labelers disagree on kind."""
-    seen: dict[tuple[str, str, str], int] = {}
+    """Reject a repeated (trajectory_id, axis, labeler) (on a multiclass item: a repeated class)
+    and items whose labelers disagree on kind."""
+    seen: dict[tuple[str, str, str, str | None], int] = {}
     kinds: dict[tuple[str, str], tuple[int, ItemKind]] = {}
     for line, lab in labels:
-        key = (lab.trajectory_id, lab.axis, lab.labeler)
+        key = (lab.trajectory_id, lab.axis, lab.labeler, lab.category)
         if key in seen:
+            what = "twice" if lab.category is None else f"as {lab.category!r} twice"
             raise InputError(
-                f"{lab.labeler!r} labels {lab.trajectory_id!r} on {lab.axis} twice "
+                f"{lab.labeler!r} labels {lab.trajectory_id!r} on {lab.axis} {what} "
                 f"(lines {seen[key]} and {line}); keep one",
                 path,
                 line,
