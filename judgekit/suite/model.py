@@ -130,6 +130,12 @@ class GatePolicy(BaseModel):
         description="Let verdicts gate when the API reported another model than the pin. Off: such "
         "verdicts are advisory, with the reported model named.",
     )
+    refuse_same_family: bool = Field(
+        False,
+        description="Fail a judge axis whose judge judged trajectories of an agent of its own model family (the "
+        "agent's model from the trajectory's metadata: agent_model, else model; the family: judgekit.judge.family). "
+        "Off: such verdicts gate as any other, and the gate report notes them.",
+    )
 
 
 GATE_V1_MINIMUMS = {"min_task_success_rate": "task_success", "min_tool_correctness": "tool_correctness",
