@@ -1,5 +1,9 @@
 """The gate: deterministic axes always gate; a judge axis gates only with an approved judge.
 
+A judge of the same model family as the agent it judges (``judgekit.judge.family``) is noted
+on its axis; with ``gate.refuse_same_family`` the axis fails (closed, with the reason) and those
+verdicts do not count in its value.
+
 A judge's verdict may fail the gate only when the approval filed under its exact fingerprint
 (model pin, endpoint, parameters, rubric id@version and hash, template hash) re-derives from its
 labels and verdicts files as approved on that axis under the suite's thresholds
@@ -23,6 +27,7 @@ from judgekit.axes.table import AXES, axis_named
 from judgekit.calibration.approval_record import JudgeIdentity, Thresholds
 from judgekit.calibration.evidence import DerivedApproval, derive_approval
 from judgekit.calibration.corrected import CorrectedRate, corrected_pass_rate
+from judgekit.judge.family import same_family
 from judgekit.results import TrajectoryResult
 from judgekit.suite import ApprovalThresholds, GatePolicy
 
@@ -64,6 +69,12 @@ class AxisGate(BaseModel):
         default_factory=list,
         description="Approved binary judges: the Rogan-Gladen corrected pass rate of each judge's own verdicts "
         "(one per rubric and judge: two judges' errors never mix).",
+    )
+    same_family: list[str] = Field(
+        default_factory=list,
+        description="Judges that judged agents of their own model family on this axis, in words (judge, family, "
+        "how many verdicts): a judge may favour its own family's answers. With gate.refuse_same_family the axis "
+        "fails on them.",
     )
 
 
@@ -137,6 +148,7 @@ class Gate:
         self._errors: dict[str, int] = defaultdict(int)
         self._axes: set[str] = set()
         self._identities: dict[tuple, tuple[JudgeIdentity, str]] = {}
+        self._same_family: dict[tuple[str, str, str], int] = defaultdict(int)  # (axis, judge pin, family) -> verdicts
 
     def identity_of(self, provenance) -> tuple[JudgeIdentity, str]:
         """The judge identity of a verdict and its fingerprint, worked out once per judge (a run
@@ -181,6 +193,13 @@ class Gate:
             if res.judge is None:  # deterministic: always gates
                 self._gating[name].add(axis.value(res))
                 continue
+            family = same_family(res.judge.model_pin, result.metadata)
+            if family is not None:
+                self._same_family[(name, res.judge.model_pin, family)] += 1
+                if self.policy.refuse_same_family:
+                    if res.status == "scored":
+                        self._advisory_values[name].add(axis.value(res))
+                    continue
             fingerprint, approval = self.approval_of(res.judge)
             mismatch = res.judge.model_mismatch and not self.policy.allow_model_mismatch
             allowed, why = self._gates_of(fingerprint, approval, name)
@@ -222,6 +241,11 @@ class Gate:
             judged = gating.n + unscored
             if unscored and unscored / judged > policy.max_unscored_rate:
                 reasons.append(f"{unscored} of {judged} gating judge verdicts are unscored (max rate {policy.max_unscored_rate})")
+            families = [f"judge {pin} is of the agent's model family ({family}) on {n} verdict(s)"
+                        for (a, pin, family), n in sorted(self._same_family.items()) if a == name]
+            if families and policy.refuse_same_family:
+                reasons.append(f"{'; '.join(families)}: the suite refuses a judge of the agent's own family "
+                               "(gate.refuse_same_family); judge with a model of another family")
             adv = [
                 Advisory(rubric=rubric, trajectories=n, reason=reason,
                          command="pin the model the API reports in the suite's judge, or set gate.allow_model_mismatch: true"
@@ -238,6 +262,7 @@ class Gate:
                 passed=not reasons, reasons=reasons, advisory=adv,
                 advisory_value=self._advisory_values[name].value,
                 approvals=[text for _, text in sorted(self._statements[name].items())], corrected=corrected,
+                same_family=families,
             ))
         reasons = [] if axes_out else ["the run scored nothing (no trajectory, or no axis): an empty run never passes"]
         return GateReport(passed=not reasons and all(a.passed for a in axes_out), axes=axes_out, reasons=reasons)

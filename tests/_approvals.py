@@ -35,9 +35,16 @@ def question_key(trajectory_id: str, axis: str, repeat: int = 0) -> str:
     return hashlib.sha256(f"{trajectory_id}\n{axis}\n{repeat}".encode()).hexdigest()
 
 
+def as_persons(labels: list[Label]) -> list[Label]:
+    """Test labels stand for a person's: one that does not say who made it is made a person's
+    (``labeler_kind: person``, as ``judgekit label`` writes it); one that says ``model`` stays so."""
+    return [label.model_copy(update={"labeler_kind": label.labeler_kind or "person"}) for label in labels]
+
+
 def write_labels(path: Path, labels: list[Label]) -> Path:
+    """The labels file, as a person's labelling session writes it (``as_persons``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(label.model_dump_json(exclude_none=True) + "\n" for label in labels))
+    path.write_text("".join(label.model_dump_json(exclude_none=True) + "\n" for label in as_persons(labels)))
     return path
 
 
@@ -46,6 +53,7 @@ def approve(calibration_dir: Path, identity: JudgeIdentity, labels: list[Label],
     """Calibrate ``identity`` on these labels and verdicts and write the record with its evidence
     (the labels in ``<calibration_dir>/<rubric id>/labels.jsonl``); the record's path."""
     rubric_id = identity.rubric.split("@", 1)[0]
+    labels = as_persons(labels)
     labels_path = write_labels(Path(calibration_dir) / rubric_id / "labels.jsonl", labels)
     record = calibrate(labels, verdicts, identity, thresholds or Thresholds(), n_boot=200)
     return write_calibration(Path(calibration_dir), record, verdicts, labels_path)

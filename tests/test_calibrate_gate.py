@@ -111,7 +111,8 @@ def test_an_agreeing_judge_is_approved_and_gates(project):
                    for line in verdicts.read_text().splitlines())
         assert record["thresholds"] == {"min_kappa": 0.6, "min_items": 20, "min_tpr": 0.8, "min_tnr": 0.8,
                                         "min_spearman": 0.6, "max_mae": 0.2, "confidence": 0.95,
-                                        "max_abstention_rate": 0.1, "graded_pass": 0.5}
+                                        "max_abstention_rate": 0.1, "graded_pass": 0.5,
+                                        "allow_model_labels": False}  # issue 31: approval refuses model-made labels
         assert 0.6 <= decision["kappa_lower"] < 1.0 and decision["spearman_lower"] >= 0.6
         assert decision["mae_upper"] <= 0.2 and decision["n_pass"] == 19 and decision["n_fail"] == 5
         assert decision["statement"].startswith("faithfulness judge approved: kappa >= ")

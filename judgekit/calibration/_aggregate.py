@@ -4,6 +4,12 @@ Rules (documented in ``agreement``):
 
 - Multiclass labels (``category``) become pass/fail through the classes named positive (pass);
   every other class is fail. A class named positive that no label uses is an error (a typo).
+  One labeler may give an item several classes (one line per marked span): the labeler's
+  classes are their union, and the labeler says pass only when every one of them is positive.
+  Pooling then reads one pass/fail per labeler, so ``any`` passes an item when some labeler's
+  classes are all positive (FaithBench's best-pooling) and ``all`` only when the union of every
+  labeler's classes is (worst-pooling). Inter-annotator agreement has one rating per labeler and
+  item (the set of their classes, or its pass/fail): never a labeler per class.
 - Reference label of an item with several labelers, by the pooling rule (``Pool``) on pass/fail
   items (binary, and multiclass after mapping): ``majority`` (default; a tie has no reference:
   the item is left out of the maths and listed in ``tied_ids``), ``any`` (pass when any labeler
@@ -86,6 +92,21 @@ def check_positive(labels: Sequence[Label], positive: Collection[str] | None) ->
     return tuple(chosen)
 
 
+def classes_by_labeler(labels: Iterable[Label]) -> dict[str, frozenset[str]]:
+    """Labeler -> the union of the classes they gave one multiclass item (span annotation: one
+    line per marked span), in labeler order."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for lab in labels:
+        out[lab.labeler].add(str(lab.category))
+    return {name: frozenset(out[name]) for name in sorted(out)}
+
+
+def labeler_says(classes: Collection[str], positive: Collection[str]) -> str:
+    """One labeler's pass/fail on a multiclass item: pass when every class they gave it is
+    positive (one span of a class that is not fails the item)."""
+    return "pass" if all(c in positive for c in classes) else "fail"
+
+
 def _pooled(values: list[str], kind: ItemKind, pool: Pool) -> str | None:
     """The reference of one item from its labelers' values; None on a majority tie."""
     if kind in PASS_FAIL_KINDS and pool != "majority":
@@ -117,23 +138,25 @@ def reference_labels(
             raise InputError(f"{tid!r} on {axis} is labelled as {sorted(kind_set)} at once; one item has one kind")
         kind = group[0].kind
         kinds[(tid, axis)] = kind
-        labelers = [lab.labeler for lab in group]
+        labelers = [(lab.labeler, lab.category) for lab in group]
         if len(set(labelers)) != len(labelers):
             raise InputError(f"{tid!r} on {axis} has two labels from one labeler; keep one")
         categories: tuple[str, ...] = ()
+        n_labelers = len({lab.labeler for lab in group})
         if kind == "graded":
             # fsum: the same whatever the lines' order; rounded so 0.1, 0.2, 0.3 average to 0.2
             value: str | float | None = round(math.fsum(lab.score for lab in group) / len(group), 12)
         elif kind == "multiclass":
-            ordered = sorted(group, key=lambda lab: lab.labeler)
+            ordered = sorted(group, key=lambda lab: (lab.labeler, str(lab.category)))
             categories = tuple(str(lab.category) for lab in ordered)
-            value = _pooled(["pass" if c in chosen else "fail" for c in categories], kind, pool)
+            value = _pooled([labeler_says(classes, chosen) for classes in classes_by_labeler(group).values()],
+                            kind, pool)
         else:
             value = _pooled([str(lab.label) for lab in group], kind, pool)
         if value is None:
             tied[(axis, kind)].append(tid)
             continue
-        items[(tid, axis)] = Reference(tid, axis, kind, value, len(group), categories)
+        items[(tid, axis)] = Reference(tid, axis, kind, value, n_labelers, categories)
     classes: dict[str, set[str]] = defaultdict(set)
     for lab in labels:
         if lab.category is not None:
@@ -148,6 +171,8 @@ def reference_rule(kind: ItemKind, pool: Pool, n_labelers: int, positive: Sequen
         return mapping + "one labeler per item: that label is the reference"
     if kind == "graded":
         return "the mean of the labelers' scores"
+    if kind == "multiclass":
+        mapping += "a labeler with several classes on an item says pass only when all of them count as pass; "
     if kind in PASS_FAIL_KINDS and pool == "any":
         return mapping + "pooled by 'any': pass when any labeler says pass"
     if kind in PASS_FAIL_KINDS and pool == "all":
@@ -191,18 +216,18 @@ def inter_annotator(
     if len(labelers) < 2:
         return None
 
-    def category(lab: Label) -> str:
-        if kind == "graded":
-            assert lab.score is not None
-            return "pass" if lab.score >= threshold else "fail"
-        if kind == "multiclass":
-            assert lab.category is not None
-            return lab.category if positive is None else ("pass" if lab.category in positive else "fail")
-        return str(lab.label)
-
     by_item: dict[str, dict[str, str]] = defaultdict(dict)
-    for lab in labels:
-        by_item[lab.trajectory_id][lab.labeler] = category(lab)
+    if kind == "multiclass":  # one rating per labeler and item: the set of their classes, or its pass/fail
+        grouped: dict[str, list[Label]] = defaultdict(list)
+        for lab in labels:
+            grouped[lab.trajectory_id].append(lab)
+        for tid, group in grouped.items():
+            for name, classes in classes_by_labeler(group).items():
+                by_item[tid][name] = "+".join(sorted(classes)) if positive is None else labeler_says(classes, positive)
+    else:
+        for lab in labels:
+            by_item[lab.trajectory_id][lab.labeler] = (
+                ("pass" if lab.score >= threshold else "fail") if kind == "graded" else str(lab.label))
     complete = [row for _, row in sorted(by_item.items()) if len(row) == len(labelers)]
     pairable = [list(row.values()) for _, row in sorted(by_item.items()) if len(row) >= 2]
     common = {

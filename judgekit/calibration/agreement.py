@@ -435,7 +435,7 @@ def agreement(
         tied = refs.tied.get((axis, kind), [])
         records = {r.trajectory_id: by_item.get((r.trajectory_id, axis), []) for r in section_refs}
         section_labels = labels_by_section[(axis, kind)]
-        n_labelers = max(Counter(lab.trajectory_id for lab in section_labels).values(), default=0)
+        n_labelers = max(Counter(t for t, _ in {(lab.trajectory_id, lab.labeler) for lab in section_labels}).values(), default=0)
         options = {
             "seed": seed, "n_boot": n_boot, "threshold": threshold, "unscored": unscored,
             "rule": reference_rule(kind, refs.pool, n_labelers, refs.positive),

@@ -9,7 +9,12 @@ suite's thresholds (``Thresholds``; bounds from ``judgekit.calibration.bounds``)
 - binary axes: the lower bounds of TPR and TNR at least ``min_tpr`` and ``min_tnr``;
 - graded axes: the lower bound of Spearman's correlation at least ``min_spearman`` and the
   upper bound of the mean absolute error at most ``max_mae``;
-- whatever the suite sets, a kappa or Spearman bound at or below 0 never clears (``FLOORS``).
+- whatever the suite sets, a kappa or Spearman bound at or below 0 never clears (``FLOORS``);
+- no label in the maths was made by a model (``labeler_kind: model``) unless the suite allows
+  model-made labels (``allow_model_labels``); then the statement says how many were. A label
+  that does not say who made it is of unknown origin: it is not refused (label files written
+  before ``labeler_kind`` existed keep deciding as they did), but never passed off as a
+  person's either: every statement counts the labels of unknown origin.
 
 This module holds the rule; the record it fills, and its file format, are
 ``judgekit.calibration.approval_record``. The record is never trusted as written: the gate
@@ -55,6 +60,10 @@ def shortfalls(axis: AxisApproval, thresholds: Thresholds) -> list[str]:
     out = []
     if axis.n < thresholds.min_items:
         out.append(f"only {axis.n} labelled item(s) with a verdict; at least {thresholds.min_items} needed")
+    if axis.sample is not None and axis.sample.n_model and not thresholds.allow_model_labels:
+        out.append(f"{axis.sample.n_model} of its {axis.sample.n_labels} label(s) were made by a model (labeler_kind: "
+                   "model): a judge is approved against people's labels, unless the suite allows model-made ones "
+                   "(approval.allow_model_labels: true)")
     labelled = axis.n + axis.abstained
     if axis.abstained and axis.abstained > thresholds.max_abstention_rate * labelled:
         out.append(f"the judge gave no verdict on {axis.abstained} of {labelled} labelled item(s) "
@@ -87,6 +96,10 @@ def lowered(thresholds: Thresholds) -> list[str]:
     out = []
     for name, value in thresholds.model_dump().items():
         default = getattr(defaults, name)
+        if isinstance(value, bool):
+            if value != default:
+                out.append(f"{name} {str(value).lower()} (default {str(default).lower()})")
+            continue
         more_lenient = value > default if name in ("max_mae", "max_abstention_rate") else value < default
         if name == "graded_pass":
             more_lenient = value != default
@@ -109,7 +122,16 @@ def describe_sample(sample: LabelSample | None) -> str:
     if sample.n_undated and first is not None:
         when += f" ({sample.n_undated} label(s) undated)"
     who = f"{sample.n_labelers} labeller" + ("" if sample.n_labelers == 1 else "s")
+    if sample.n_not_person:
+        who += f"; of its {sample.n_labels} label(s), {_not_a_person(sample)}"
     return f"{sample.n_items} item(s) {when} by {who}"
+
+
+def _not_a_person(sample: LabelSample) -> str:
+    """ "3 made by a model and 2 of unknown origin" (labels not known to be a person's)"""
+    parts = [f"{sample.n_model} made by a model" if sample.n_model else "",
+             f"{sample.n_unknown} of unknown origin" if sample.n_unknown else ""]
+    return " and ".join(part for part in parts if part)
 
 
 def statement_of(axis: AxisApproval, thresholds: Thresholds) -> str:
@@ -126,6 +148,8 @@ def statement_of(axis: AxisApproval, thresholds: Thresholds) -> str:
     text = f"{axis.axis} judge {axis.decision}: {', '.join(figures)} ({level} one-sided bounds) on {sample}"
     if axis.abstained:
         text += f"; no verdict on {axis.abstained} of {axis.n + axis.abstained} labelled item(s)"
+    if axis.decision == "approved" and axis.sample is not None and axis.sample.n_model:
+        text += "; on labels partly made by a model, as the suite allows (approval.allow_model_labels)"
     if axis.decision == "refused":
         text += "; short of the rule: " + "; ".join(shortfalls(axis, thresholds))
     return text
@@ -152,6 +176,8 @@ def label_sample(labels: Sequence[Any], axis: str, trajectory_ids: set[str]) -> 
         n_labelers=len({lab.labeler for lab in chosen}),
         first_labeled_at=min(dated, default=None), last_labeled_at=max(dated, default=None),
         n_undated=len(chosen) - len(dated),
+        n_model=sum(getattr(lab, "labeler_kind", None) == "model" for lab in chosen),
+        n_unknown=sum(getattr(lab, "labeler_kind", None) is None for lab in chosen),
     )
 
 

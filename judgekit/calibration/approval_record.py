@@ -85,6 +85,15 @@ class LabelSample(BaseModel):
     first_labeled_at: Timestamp | None = Field(None, description="Earliest labeled_at; null when none is dated.")
     last_labeled_at: Timestamp | None = Field(None, description="Latest labeled_at; null when none is dated.")
     n_undated: int = Field(0, description="Labels without a labeled_at.")
+    n_model: int | None = Field(None, description="Labels made by a model (labeler_kind: model); null in a record "
+                                "written before labels said who made them.")
+    n_unknown: int | None = Field(None, description="Labels that do not say who made them (no labeler_kind): of "
+                                  "unknown origin; null in a record written before labels said so.")
+
+    @property
+    def n_not_person(self) -> int:
+        """Labels not known to be a person's (a model's, or of unknown origin)."""
+        return (self.n_model or 0) + (self.n_unknown or 0)
 
 
 class CalibrationItem(BaseModel):

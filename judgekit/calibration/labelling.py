@@ -206,7 +206,7 @@ def label_trajectory(task: Task, labeler: str, term: Terminal, now: Callable[[],
             continue
         note = term.ask("note (optional, Enter for none): ").strip() or None
         value = {"label": answer} if axis_named(axis).binary else {"score": answer}
-        label = Label(trajectory_id=task.loaded.trajectory.id, axis=axis, labeler=labeler,
+        label = Label(trajectory_id=task.loaded.trajectory.id, axis=axis, labeler=labeler, labeler_kind="person",
                       labeled_at=now(), note=note, **value)
         append(task.labels_path, label)
         outcome.labelled += 1

@@ -31,8 +31,16 @@ pass is said when agreement is computed (``judgekit agreement --positive CLASS``
 ``labeled_at`` is optional: label sets brought from elsewhere often have no dates. The labelling
 session (``judgekit label``) always writes it.
 
+``labeler_kind`` says who made a label: ``"person"`` or ``"model"``. Approval refuses labels made
+by a model unless the suite allows them (``approval.allow_model_labels``). It is optional: a label
+without it is of unknown origin, which approval does not refuse (files written before the field
+existed decide as they did) but never passes off as a person's: every approval statement counts
+such labels. The labelling session writes ``person``; importers write what the source says.
+
 Several labelers may label the same item; the same (trajectory_id, axis, labeler) twice in a
-file is an error naming both lines, and so are two labelers giving one item different kinds.
+file is an error naming both lines, and so are two labelers giving one item different kinds. A
+multiclass item is the exception: one labeler may give it several classes, one line each (span
+annotation: a class per marked span), never the same class twice.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ Axis = RubricAxis | Literal["safety.injection", "safety.exfiltration"]
 
 
 ItemKind = Literal["binary", "graded", "pairwise", "multiclass"]
+LabelerKind = Literal["person", "model"]
 BinaryChoice = Literal["pass", "fail"]
 PairwiseChoice = Literal["A", "B"]
 
@@ -82,6 +91,12 @@ class Label(BaseModel):
         default=None, ge=0.0, le=1.0, description="Score in [0, 1] for a graded item; absent otherwise."
     )
     labeler: str = Field(min_length=1, description="Who gave the label (a person or a named panel).")
+    labeler_kind: LabelerKind | None = Field(
+        default=None,
+        description='Who made the label: "person" or "model". Approval refuses model-made labels unless the suite '
+        "allows them (approval.allow_model_labels). Absent: not known; such labels are not refused, but every "
+        "approval statement counts them as of unknown origin. `judgekit label` writes person.",
+    )
     category: str | None = Field(
         default=None,
         min_length=1,
@@ -128,14 +143,16 @@ class Label(BaseModel):
 
 
 def check_labels(labels: list[tuple[int, Label]], path: str | Path | None = None) -> None:
-    """Reject a repeated (trajectory_id, axis, labeler) and items whose labelers disagree on kind."""
-    seen: dict[tuple[str, str, str], int] = {}
+    """Reject a repeated (trajectory_id, axis, labeler) (on a multiclass item: a repeated class)
+    and items whose labelers disagree on kind."""
+    seen: dict[tuple[str, str, str, str | None], int] = {}
     kinds: dict[tuple[str, str], tuple[int, ItemKind]] = {}
     for line, lab in labels:
-        key = (lab.trajectory_id, lab.axis, lab.labeler)
+        key = (lab.trajectory_id, lab.axis, lab.labeler, lab.category)
         if key in seen:
+            what = "twice" if lab.category is None else f"as {lab.category!r} twice"
             raise InputError(
-                f"{lab.labeler!r} labels {lab.trajectory_id!r} on {lab.axis} twice "
+                f"{lab.labeler!r} labels {lab.trajectory_id!r} on {lab.axis} {what} "
                 f"(lines {seen[key]} and {line}); keep one",
                 path,
                 line,

@@ -163,6 +163,8 @@ def print_gate(report, *, err: bool = False) -> None:
             say(f"  - {one_line(reason)}", err=err)
         for statement in getattr(axis, "approvals", []):
             say(f"  certified: {one_line(statement)}", err=err)
+        for note in getattr(axis, "same_family", []):
+            say(f"  same family: {one_line(note)}", err=err)
         for adv in axis.advisory:
             shown = "" if axis.advisory_value is None else f" (advisory value {axis.advisory_value:.3f})"
             say(f"  advisory{shown}: {one_line(adv.rubric)}, {adv.trajectories} trajectories: {one_line(adv.reason)}. What to do: {one_line(adv.command)}", err=err)

@@ -42,7 +42,8 @@ def advisory_axes(record) -> dict[str, str]:
 
 def advisory_legend(record) -> list[str]:
     """Why each advisory axis is advisory, in the gate's words: its judge (the model, without
-    its hash), its rubric, how many trajectories, the reason and what would make it gate."""
+    its hash), its rubric, how many trajectories, the reason and what would make it gate; and
+    each judge that judged agents of its own model family (``judgekit.judge.family``)."""
     judges = {}
     for seen in record.judges:
         for axis, status in seen.axes.items():
@@ -55,6 +56,10 @@ def advisory_legend(record) -> list[str]:
             lines.append(f"* {axis.axis} is advisory (shown, never gating): "
                          + (f"judge {judge} on " if judge else "") + f"{adv.rubric}, {adv.trajectories} "
                          f"trajectories: {adv.reason}. To let it gate: {adv.command}")
+        for note in axis.same_family:
+            lines.append(f"* {axis.axis}: same family: {note}: a judge may favour its own family's answers"
+                         + ("" if any("gate.refuse_same_family" in reason for reason in axis.reasons) else
+                            " (gate.refuse_same_family: true in the suite refuses it)"))
     return [one_line(line) for line in lines]
 
 

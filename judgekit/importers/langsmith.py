@@ -49,6 +49,7 @@ UI's annotations, and ``api``, logged by code such as a thumbs-up widget, by def
 ``("app",)`` when your API feedback is not a person's; ``model`` is an evaluator) on a root run
 (or on a trace) becomes a label,
 with ``labeler`` = the source's ``user_name``, else ``user_id``, else ``langsmith-<type>``,
+``labeler_kind`` ``person`` (only the sources named a person's become labels),
 ``labeled_at`` = ``created_at``, ``note`` = ``comment``. Keys map to axes by ``FEEDBACK_AXES``
 (override with ``feedback_axes=``); task success takes pass/fail (``score`` true/false or 1/0,
 or ``value`` "pass"/"fail"), the graded axes a score in [0, 1] (scaled by ``feedback_config``'s
@@ -505,7 +506,7 @@ def _label(record: dict[str, Any], axis: str, human_sources: tuple[str, ...]) ->
         return f"feedback_source type {kind!r} is not a person's ({', '.join(human_sources)})"
     labeler = source.get("user_name") or source.get("user_id") or f"langsmith-{kind}"
     common = {"trajectory_id": str(record.get("run_id") or record.get("trace_id")), "axis": axis,
-              "labeler": str(labeler), "labeled_at": record.get("created_at"), "note": record.get("comment")}
+              "labeler": str(labeler), "labeler_kind": "person", "labeled_at": record.get("created_at"), "note": record.get("comment")}
     score, value = record.get("score"), record.get("value")
     if axis in BINARY_AXES:
         if score in (True, False, 0, 1):

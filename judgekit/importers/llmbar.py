@@ -13,7 +13,8 @@ Conversion:
 - axis ``task_success``: LLMBar's question "which output follows the instruction?" is the
   task-success question asked pairwise; the items are ``item_kind: "pairwise"``;
 - output_1 is answer ``A``, output_2 is answer ``B`` (the original order);
-- ``labels.jsonl``: one label per item, labeler ``llmbar-human``, no ``labeled_at`` (the dataset
+- ``labels.jsonl``: one label per item, labeler ``llmbar-human`` (``labeler_kind: person``:
+  LLMBar's labels are its authors'), no ``labeled_at`` (the dataset
   has no per-label time; ``labeled_at=`` sets one for every label if the caller knows it);
 - ``verdicts-<model>-<prompt>.jsonl`` per evaluator, judge ``<model>/<prompt>``: two verdicts per
   item, order ``original`` (swap = False) and ``swapped`` (swap = True), each naming the chosen
@@ -71,7 +72,8 @@ def _labels(dataset: list[dict[str, Any]], ids: list[str], path: Path, labeled_a
             raise InputError(f"item {i}: label is {item.get('label')!r}, expected 1 or 2", path)
         labels.append(
             Label(
-                trajectory_id=tid, axis=AXIS, label=choice, labeler=LABELER, labeled_at=labeled_at, item_kind="pairwise"
+                trajectory_id=tid, axis=AXIS, label=choice, labeler=LABELER, labeler_kind="person", labeled_at=labeled_at,
+                item_kind="pairwise",
             )
         )
     return labels

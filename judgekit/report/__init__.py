@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from judgekit.judge.family import model_family
 from judgekit.report.writer import write_report
 
 if TYPE_CHECKING:
@@ -42,6 +43,18 @@ class JudgeStatus:
     decided_at: str | None = None
     reason: str = ""
     """Why it gates or why it is advisory, in words."""
+    family: str = ""
+    """The judge's model family (``judgekit.judge.family``)."""
+    same_family: int = 0
+    """Its verdicts on trajectories whose agent is of its own family."""
+
+    @property
+    def family_note(self) -> str:
+        """In words, when it judged agents of its own family; empty otherwise."""
+        if not self.same_family:
+            return ""
+        return (f"same model family as the agent ({self.family}) on {self.same_family} of its {self.verdicts} "
+                "verdict(s): a judge may favour its own family's answers")
 
 
 @dataclass
@@ -89,7 +102,7 @@ def judge_statuses(record, calibration_dir: Path | None) -> list[JudgeStatus]:
                 kappa_high=None,
                 labelled=decision.n if decision else None,
                 decided_at=derived.record.decided_at.isoformat() if decision else None,
-                reason=reason,
+                reason=reason, family=model_family(seen.model_pin), same_family=seen.same_family,
             ))
     return found
 

@@ -193,7 +193,7 @@ def _judges(data) -> str:
             f'<tr class="{"pass" if j.status == "approved" else "advisory"}"><td>{_e(j.axis)}</td>'
             f'<td>{_e(j.rubric)}</td><td><code>{_e(j.model_pin)}</code></td>'
             f'<td data-field="judge-status">{_e(j.status)}</td><td>{_e(kappa)}</td><td>{j.verdicts}</td>'
-            f'<td>{_e(j.reason)}</td></tr>')
+            f'<td>{_e(j.reason)}{_family(j)}</td></tr>')
     measured = [j for j in judges if j.kappa is not None]
     plot = _calibration_plot(measured) if measured else ""
     head = ("<tr><th>axis</th><th>rubric</th><th>model</th><th>status</th><th>kappa (95%)</th><th>verdicts</th>"
@@ -202,6 +202,13 @@ def _judges(data) -> str:
             f'<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table></div>{plot}'
             '<p class="note">An advisory judge is shown, never gating: only a judge whose exact fingerprint '
             'calibration approved may fail the gate.</p></section>')
+
+
+def _family(judge) -> str:
+    """The judge's same-family note, as a flagged line of its row's "why" cell (empty: none)."""
+    if not judge.family_note:
+        return ""
+    return f'<br><span class="tag" data-field="same-family">{_e(judge.family_note)}</span>'
 
 
 def cost_text(ledger) -> str:

@@ -254,7 +254,7 @@ def _judges(judges) -> list[str]:
                 kappa += f" on {judge.labelled} labels"
         status = "approved" if judge.status == "approved" else "**advisory**"
         rows.append([escape(judge.axis, 60), escape(judge.model_pin, 120), escape(judge.rubric, 120), status, kappa,
-                     str(judge.verdicts), escape(judge.reason, 300)])
+                     str(judge.verdicts), escape("; ".join(filter(None, [judge.reason, judge.family_note])), 400)])
     return ["### Judges", "",
             *_table(["Axis", "Judge", "Rubric", "Status", "Kappa (95% CI)", "Verdicts", "Why"], rows)]
 

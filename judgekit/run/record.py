@@ -83,6 +83,8 @@ class JudgeSeen(_Strict):
     rubric: str
     axes: dict[str, Literal["approved", "advisory"]] = Field(description="Axis -> whether its verdicts gated.")
     verdicts: int = Field(description="Verdicts it gave in this run (unscored included).")
+    same_family: int = Field(0, description="Of those, verdicts on trajectories whose agent is of the judge's own "
+                             "model family (``judgekit.judge.family``): a judge may favour its family's answers.")
 
 
 class RunHeader(_Strict):

@@ -31,6 +31,7 @@ from judgekit._util.clock import as_utc, utc_now
 from judgekit.run.rows import RunRows, judge_fingerprint, rows_of
 from judgekit.errors import InputError
 from judgekit.gate import Gate
+from judgekit.judge.family import same_family
 from judgekit.results import TrajectoryResult
 from judgekit.run.record import JudgeSeen, RunFooter, RunHeader, RunRecord, RunStream, SummaryBuilder, open_run
 from judgekit.suite import LoadedSuite, load_suite
@@ -78,6 +79,8 @@ class Measure:
                                                      endpoint=res.judge.endpoint, rubric=res.judge.rubric, axes={},
                                                      verdicts=0)
             seen.verdicts += 1
+            if same_family(res.judge.model_pin, result.metadata) is not None:
+                seen.same_family += 1
             if name not in seen.axes:
                 gates = self.gate is not None and self.gate.judge_gates(res.judge, name)
                 seen.axes[name] = "approved" if gates else "advisory"

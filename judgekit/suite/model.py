@@ -75,6 +75,11 @@ class ApprovalThresholds(BaseModel):
     graded_pass: float = Field(
         0.5, ge=0, le=1, description="Graded axes: a score at or above this counts as pass where kappa is measured "
         "on binarised scores.")
+    allow_model_labels: bool = Field(
+        False, description="Approve on labels a model made (labeler_kind: model) as well as on a person's. Off by "
+        "default: a judge earns approval against people's labels; when on, an approval resting on model-made labels "
+        "says so, and how many, in its statement. (Labels that do not say who made them are not refused; every "
+        "statement counts them as of unknown origin.)")
 
 
 class Budget(BaseModel):
@@ -124,6 +129,12 @@ class GatePolicy(BaseModel):
         False,
         description="Let verdicts gate when the API reported another model than the pin. Off: such "
         "verdicts are advisory, with the reported model named.",
+    )
+    refuse_same_family: bool = Field(
+        False,
+        description="Fail a judge axis whose judge judged trajectories of an agent of its own model family (the "
+        "agent's model from the trajectory's metadata: agent_model, else model; the family: judgekit.judge.family). "
+        "Off: such verdicts gate as any other, and the gate report notes them.",
     )
 
 
